@@ -1,0 +1,49 @@
+package consume
+
+import (
+	"context"
+	"time"
+
+	"github.com/pacegate/pacegate/policy"
+)
+
+// Pacer is the leaky-bucket decision the consumer asks before releasing a
+// request (implemented by *policy.Pacer).
+type Pacer interface {
+	// AcquireOrSuspend returns 0 and takes the bucket's next release slot,
+	// or returns how long until that slot and takes nothing.
+	AcquireOrSuspend(k policy.Key, cost float64) time.Duration
+}
+
+// UpstreamRequest is what the consumer sends to the model pool.
+type UpstreamRequest struct {
+	ID     string // request id, sent as X-Request-Id
+	Tenant string
+	Model  string
+	Path   string // e.g. /v1/chat/completions
+	Body   []byte
+	Stream bool
+}
+
+// Upstreams is the model pool as the consumer sees it (implemented by
+// consume/upstream.Pool).
+type Upstreams interface {
+	// TryAcquire reserves capacity on an upstream serving model without
+	// blocking. It returns false when every such upstream is at its
+	// concurrency limit or down; the consumer then suspends the bucket.
+	TryAcquire(model string) (Slot, bool)
+}
+
+// Slot is reserved upstream capacity for exactly one request.
+type Slot interface {
+	// Do performs the request and calls emit for each response event in
+	// order (EventHeader, then EventChunk... or EventBody). It returns nil
+	// after the response ended cleanly, or the error that ended it. A
+	// failure before the first response byte may be retried on another
+	// upstream inside Do; after it never. Cancelling ctx aborts the
+	// upstream call. Do releases the slot when it returns.
+	Do(ctx context.Context, req *UpstreamRequest, emit func(Event) error) error
+	// Release gives the slot back without using it. Calling it after Do
+	// (or twice) is a no-op.
+	Release()
+}
