@@ -21,6 +21,10 @@ type Message struct {
 	// Properties carry what the consumer needs without decoding Body
 	// (see the Prop* constants).
 	Properties map[string]string
+	// MaxBacklog, if > 0, is this LiteTopic's backlog limit: Publish
+	// fails with *FullError{Scope: ScopeLiteTopic} when the LiteTopic
+	// already holds that many messages. Zero means the backend's default.
+	MaxBacklog int
 }
 
 // Message property names.
@@ -30,6 +34,9 @@ const (
 	PropPath   = "path"   // upstream path, e.g. /v1/chat/completions
 	PropStream = "stream" // "1" when the client asked for SSE
 	PropCost   = "cost"   // pacer cost (decimal), "1" for one request
+	// PropEnqueued is when the message was enqueued, in unix nanoseconds
+	// ([Ticket.EnqueuedProp]); the consumer hands it to [Buckets.Depart].
+	PropEnqueued = "enq"
 )
 
 // Delivery is a Message handed to a [Handler].

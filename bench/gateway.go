@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pacegate/pacegate/gateway/app"
+	"github.com/pacegate/pacegate/policy/config"
+)
+
+// pacegate is a running gateway in this process.
+type pacegate struct {
+	*app.App
+	cancel context.CancelFunc
+}
+
+// gwConfig is the part of a pacegate config the scenarios vary.
+type gwConfig struct {
+	Upstream       string
+	MaxConcurrency int
+	Backend        string // "embedded" (default) or "rocketmq"
+	Workers        int
+	Defaults       string // the defaults: mapping, e.g. "{rate: .inf, backlog: 10000, max_wait: 30s}"
+	Tenants        int    // tenants t0..t(n-1), keys sk-t<i>
+	ExtraTenants   string // raw YAML tenant list items appended after them
+}
+
+// yaml renders the config file.
+func (c gwConfig) yaml() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: \"127.0.0.1:0\"\nmodels: [%s]\n", simModel)
+	fmt.Fprintf(&b, "upstreams: [{url: %q, max_concurrency: %d, models: [%s]}]\n", c.Upstream, c.MaxConcurrency, simModel)
+	b.WriteString("server: {request_timeout: 120s, heartbeat: 5s, max_body_bytes: 8388608}\n")
+	if c.Backend == "rocketmq" {
+		fmt.Fprintf(&b, "queue: {backend: rocketmq, rocketmq: {endpoint: %q, topic: LLM_REQ, group: GID_PACEGATE_BENCH, replica_id: r0}}\n",
+			rocketmqEndpoint())
+	} else {
+		fmt.Fprintf(&b, "queue: {backend: embedded, embedded: {workers: %d, max_messages: 1000000}}\n", c.Workers)
+	}
+	fmt.Fprintf(&b, "defaults: %s\ntenants:\n", c.Defaults)
+	for i := range c.Tenants {
+		fmt.Fprintf(&b, "  - {id: t%d, keys: [\"sk-t%d\"]}\n", i, i)
+	}
+	b.WriteString(c.ExtraTenants)
+	return b.String()
+}
+
+// startPacegate parses and starts a gateway from c.
+func startPacegate(ctx context.Context, c gwConfig) (*pacegate, error) {
+	cfg, err := config.Parse([]byte(c.yaml()))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w\n%s", err, c.yaml())
+	}
+	a, err := app.New(cfg, app.Options{Logger: quietLogger})
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	if err := a.Start(runCtx); err != nil {
+		cancel()
+		return nil, err
+	}
+	g := &pacegate{App: a, cancel: cancel}
+	return g, g.waitReady(ctx)
+}
+
+// waitReady waits until the pool has discovered the upstream (a models
+// request answers 200).
+func (g *pacegate) waitReady(ctx context.Context) error {
+	c := newClient(1)
+	ok := waitFor(ctx, 10*time.Second, func() bool {
+		tr := doStream(ctx, c, g.URL()+"/v1/chat/completions", "sk-t0", "", chatBody(simModel, 1, false))
+		return tr.Status == 200
+	})
+	if !ok {
+		return fmt.Errorf("pacegate at %s did not become ready", g.URL())
+	}
+	return nil
+}
+
+// stop shuts the gateway down.
+func (g *pacegate) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = g.Shutdown(ctx, 2*time.Second)
+	g.cancel()
+}
+
+// chatURL is the chat completions endpoint under base.
+func chatURL(base string) string { return base + "/v1/chat/completions" }

@@ -1,0 +1,167 @@
+// Command bench measures pacegate's claims against baselines run in the
+// same process and the same run, and writes bench/results/<mode>.json,
+// SVG plots beside it, and BENCHMARKS.md generated from the JSON.
+//
+//	go run ./bench [-quick|-full] [-only overhead,pacing,...] [-out bench/results] [-md BENCHMARKS.md]
+//	go run ./bench -report bench/results/quick.json   # regenerate BENCHMARKS.md only
+//
+// It is a top-level main package because it drives the whole process
+// from outside (see bench/README.md); nothing imports it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command-line flags.
+type options struct {
+	full   bool
+	only   string
+	out    string
+	md     string
+	report string
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.Bool("quick", true, "quick mode (< 5 min on 2 cores); the default")
+	fs.BoolVar(&o.full, "full", false, "full mode: longer runs, more buckets")
+	fs.StringVar(&o.only, "only", "", "comma-separated scenario ids to run: "+strings.Join(scenarioIDs(), ","))
+	fs.StringVar(&o.out, "out", "bench/results", "directory for <mode>.json and the SVG plots")
+	fs.StringVar(&o.md, "md", "BENCHMARKS.md", "markdown report to write")
+	fs.StringVar(&o.report, "report", "", "only regenerate the markdown from this results JSON")
+	return o, fs.Parse(args)
+}
+
+func run(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	if o.report != "" {
+		r, err := readJSON(o.report)
+		if err != nil {
+			return err
+		}
+		return writeMarkdown(o.md, filepath.Dir(o.report), o.report, r)
+	}
+	selected, err := selectScenarios(o.only)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	e := &env{full: o.full, out: o.out, mode: modeName(o.full)}
+	r := runAll(ctx, e, selected, "go run ./bench "+strings.Join(args, " "))
+	jsonPath := filepath.Join(o.out, e.mode+".json")
+	r = mergeResults(jsonPath, r)
+	if err := writeJSON(jsonPath, r); err != nil {
+		return err
+	}
+	return writeMarkdown(o.md, o.out, jsonPath, r)
+}
+
+func modeName(full bool) string {
+	if full {
+		return "full"
+	}
+	return "quick"
+}
+
+// runAll runs the selected scenarios one after another.
+func runAll(ctx context.Context, e *env, selected []scenario, command string) *Results {
+	r := &Results{Mode: e.mode, Command: strings.TrimSpace(command), Started: time.Now(), Machine: describeMachine()}
+	for _, sc := range selected {
+		if ctx.Err() != nil {
+			break
+		}
+		r.Scenarios = append(r.Scenarios, runOne(ctx, e, sc))
+	}
+	r.Elapsed = time.Since(r.Started).Round(time.Second).String()
+	return r
+}
+
+// runOne runs one scenario within its time budget and records its
+// outcome; a failing scenario does not stop the others.
+func runOne(ctx context.Context, e *env, sc scenario) *ScenarioResult {
+	res := &ScenarioResult{ID: sc.id, Title: sc.title, Command: fmt.Sprintf("go run ./bench -%s -only %s", e.mode, sc.id)}
+	fmt.Fprintf(os.Stderr, "== %s\n", sc.title)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, e.pickD(sc.budgetQuick, sc.budgetFull))
+	defer cancel()
+	load := loadAvg()
+	if err := sc.run(ctx, e, res); err != nil {
+		res.Error = err.Error()
+		fmt.Fprintf(os.Stderr, "   error: %v\n", err)
+	}
+	res.Elapsed = time.Since(start).Round(100 * time.Millisecond).String()
+	res.LoadAvg = load + " → " + loadAvg()
+	for _, b := range res.Bars {
+		fmt.Fprintf(os.Stderr, "   %-46s %-22s %-34s %s\n", b.Claim, b.Target, b.Measured, mark(b.Pass))
+	}
+	return res
+}
+
+// mergeResults keeps the scenarios of an earlier run of the same mode
+// that this run did not repeat (so -only updates one section).
+func mergeResults(path string, r *Results) *Results {
+	old, err := readJSON(path)
+	if err != nil {
+		return r
+	}
+	ran := map[string]bool{}
+	for _, s := range r.Scenarios {
+		ran[s.ID] = true
+	}
+	var merged []*ScenarioResult
+	for _, sc := range scenarios {
+		if ran[sc.id] {
+			merged = append(merged, find(r.Scenarios, sc.id))
+		} else if s := find(old.Scenarios, sc.id); s != nil {
+			merged = append(merged, s)
+		}
+	}
+	r.Scenarios = merged
+	if len(ran) < len(merged) { // a partial re-run: the header keeps the full run's command
+		r.Reruns = append(old.Reruns, r.Command)
+		r.Command, r.Started, r.Elapsed = old.Command, old.Started, old.Elapsed
+	}
+	return r
+}
+
+func find(ss []*ScenarioResult, id string) *ScenarioResult {
+	for _, s := range ss {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+func writeMarkdown(mdPath, outDir, jsonPath string, r *Results) error {
+	rel := func(p string) string {
+		if x, err := filepath.Rel(filepath.Dir(mdPath), p); err == nil {
+			return filepath.ToSlash(x)
+		}
+		return filepath.ToSlash(p)
+	}
+	return os.WriteFile(mdPath, renderMarkdown(r, rel(outDir), rel(jsonPath)), 0o644)
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
+)
+
+const (
+	ohClients = 64
+	ohTokens  = 64
+	ohTTFT    = 50 * time.Millisecond
+	ohITL     = 10 * time.Millisecond
+)
+
+// ohRound is one measured round through one path.
+type ohRound struct {
+	path     string
+	ok, errs int
+	tput     float64   // completed responses/s
+	ttft     []float64 // ms
+	chunkLat []float64 // µs, client receive − sim write, per content chunk
+}
+
+// ohMeasure drives 64 closed-loop streaming clients at url for dur (or
+// maxReqs requests) and matches each chunk to the sim's write time.
+func ohMeasure(ctx context.Context, sim *upstreamSim, path, url string, dur time.Duration, maxReqs int) ohRound {
+	c := newClient(ohClients)
+	body := chatBody(simModel, ohTokens, true)
+	var mu sync.Mutex
+	var traces []streamTrace
+	var seq atomic.Int64
+	sim.chunkTimes()
+	n, el := closedLoop(ctx, ohClients, maxReqs, dur, func(ctx context.Context, i int) {
+		id := fmt.Sprintf("%s-%d-%d", path, time.Now().UnixNano(), seq.Add(1))
+		tr := doStream(context.WithoutCancel(ctx), c, url, "sk-t0", id, body)
+		mu.Lock()
+		traces = append(traces, tr)
+		mu.Unlock()
+	})
+	_ = n
+	r := ohRound{path: path}
+	writes := sim.chunkTimes()
+	for _, tr := range traces {
+		if tr.Err != nil || tr.Status != http.StatusOK || len(tr.Chunks) != ohTokens {
+			r.errs++
+			continue
+		}
+		r.ok++
+		r.ttft = append(r.ttft, ms(tr.TTFT))
+		if w := writes[tr.ReqID]; len(w) == len(tr.Chunks) {
+			for i := range w {
+				r.chunkLat = append(r.chunkLat, us(tr.Chunks[i].Sub(w[i])))
+			}
+		}
+	}
+	r.tput = float64(r.ok) / el.Seconds()
+	return r
+}
+
+func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
+	rounds, dur := e.pick(3, 6), time.Duration(e.pick(6, 20))*time.Second
+	res.Setup = fmt.Sprintf("%d closed-loop clients stream %d-token chat completions (vllmsim: TTFT %s, ITL %s, MaxNumSeqs 256) "+
+		"through the whole pacegate process (HTTP in, embedded queue with 64 workers, consumer, pool, SSE out; one tenant; "+
+		"rpm/tpm/burst 0, rate .inf = pacing off; pool max_concurrency 256) and, alternately, through the bare proxy. %d rounds "+
+		"of %s per path, interleaved; figures are medians over rounds. Per-chunk latency = client receive time − the sim's write "+
+		"time of the same chunk (both timestamps in this process), matched by X-Request-Id.", ohClients, ohTokens, ohTTFT, ohITL, rounds, dur)
+	res.Baseline = "`net/http/httputil.ReverseProxy` (FlushInterval −1, same transport sizing) in front of the same sim, same run."
+	sim, err := startSim(vllmsim.Config{TTFT: ohTTFT, ITL: ohITL, MaxNumSeqs: 256}, true)
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
+	bareURL, stopBare, err := serve(bareProxy(sim.URL, 256))
+	if err != nil {
+		return err
+	}
+	defer stopBare()
+	gw, err := startPacegate(ctx, gwConfig{Upstream: sim.URL, MaxConcurrency: 256, Workers: 64, Tenants: 1,
+		Defaults: "{rpm: 0, tpm: 0, burst: 0, rate: .inf, backlog: 100000, max_wait: 30s}"})
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	var bare, pg []ohRound
+	for range rounds {
+		if ctx.Err() != nil {
+			break
+		}
+		bare = append(bare, ohMeasure(ctx, sim, "bare", chatURL(bareURL), dur, 100_000))
+		pg = append(pg, ohMeasure(ctx, sim, "pacegate", chatURL(gw.URL()), dur, 100_000))
+	}
+	if len(pg) == 0 {
+		return ctx.Err()
+	}
+	ohReport(e, res, bare, pg)
+	return nil
+}

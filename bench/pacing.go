@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/embedded"
+	"github.com/pacegate/pacegate/policy"
+)
+
+// rateTable is a policy.RateSource with fixed per-key rates.
+type rateTable struct {
+	rates map[policy.Key]float64
+	def   float64
+}
+
+// BaseRate implements [policy.RateSource].
+func (t *rateTable) BaseRate(k policy.Key) (float64, bool) {
+	if r, ok := t.rates[k]; ok {
+		return r, false
+	}
+	return t.def, false
+}
+
+// releaseObserver timestamps the consumer's releases of measured
+// buckets.
+type releaseObserver struct{ log *releaseLog }
+
+func (o releaseObserver) Released(k policy.Key, _ time.Duration)    { o.log.add(k.Tenant, time.Now()) }
+func (releaseObserver) Suspended(policy.Key, time.Duration, string) {}
+func (releaseObserver) Dropped(policy.Key, string)                  {}
+func (releaseObserver) Panicked(policy.Key)                         {}
+
+// nullUpstreams is an upstream pool with unlimited capacity whose calls
+// return at once: the trivial upstream of the pacing scenario.
+type nullUpstreams struct{}
+
+func (nullUpstreams) TryAcquire(string) (consume.Slot, bool) { return nullSlot{}, true }
+
+type nullSlot struct{}
+
+func (nullSlot) Do(context.Context, *consume.UpstreamRequest, func(consume.Event) error) error {
+	return nil
+}
+func (nullSlot) Release() {}
+
+// pacedQueue is the real consumer path without HTTP: the embedded engine,
+// consume.Consumer, policy.Pacer and a registry of pending requests.
+type pacedQueue struct {
+	eng      *embedded.Engine
+	reg      *consume.Registry
+	consumer *consume.Consumer
+	clients  context.Context // every pending request's context
+	cancel   context.CancelFunc
+}
+
+func newPacedQueue(src policy.RateSource, obs consume.Observer, workers int) *pacedQueue {
+	q := &pacedQueue{reg: &consume.Registry{}}
+	q.eng = embedded.New(embedded.Config{Workers: workers, MaxMessages: 1 << 21, DefaultBacklog: 1 << 20, Logger: quietLogger})
+	q.consumer = consume.NewConsumer(consume.ConsumerConfig{Backend: q.eng, Registry: q.reg, Pacer: policy.NewPacer(src),
+		Upstreams: nullUpstreams{}, Observer: obs, Logger: quietLogger})
+	q.clients, q.cancel = context.WithCancel(context.Background())
+	return q
+}
+
+// publish registers a waiting request and queues its message.
+func (q *pacedQueue) publish(ctx context.Context, tenant, id string, body []byte) error {
+	q.reg.Register(consume.NewPending(q.clients, id, tenant, simModel, 4))
+	return q.eng.Publish(ctx, message(tenant, id, body))
+}
+
+func (q *pacedQueue) start() error { return q.eng.Start(q.consumer.Handle) }
+
+func (q *pacedQueue) close() {
+	q.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = q.eng.Close(ctx)
+	_ = q.consumer.Close(ctx)
+}
+
+// message builds a queue message for tenant.
+func message(tenant, id string, body []byte) *consume.Message {
+	return &consume.Message{ID: id, LiteTopic: "bench-" + tenant, Body: body, Properties: map[string]string{
+		consume.PropTenant: tenant, consume.PropModel: simModel, consume.PropPath: "/v1/chat/completions",
+		consume.PropStream: "1", consume.PropCost: "1", consume.PropEnqueued: strconv.FormatInt(time.Now().UnixNano(), 10),
+	}}
+}
+
+// releaseLog collects release times per measured tenant.
+type releaseLog struct {
+	mu    sync.Mutex
+	times map[string][]time.Time
+}
+
+func (l *releaseLog) add(tenant string, at time.Time) {
+	l.mu.Lock()
+	if ts, ok := l.times[tenant]; ok {
+		l.times[tenant] = append(ts, at)
+	}
+	l.mu.Unlock()
+}
+
+// pacingRun is one measured bucket's outcome.
+type pacingRun struct {
+	Rate     float64
+	Releases []time.Time
+}
+
+var pacingRates = []float64{1, 10, 100, 1000}
+
+func runPacing(ctx context.Context, e *env, res *ScenarioResult) error {
+	dur := time.Duration(e.pick(10, 30)) * time.Second
+	const idle = 10000
+	bgRate := 0.25
+	res.Setup = fmt.Sprintf("Path: pacegate's queue side without HTTP: the embedded LiteTopic engine (`consume/embedded`, 64 workers), the real "+
+		"`consume.Consumer` (capacity check, `policy.Pacer` AcquireOrSuspend, Suspend or a short in-handler wait below the engine's "+
+		"MinSuspend), with an upstream of unlimited capacity that answers at once; a release is timestamped by the consumer's "+
+		"Observer.Released. Not the whole gateway: 10,000 HTTP clients would measure the load generator, not the pacer. "+
+		"%d background buckets at %.2f req/s each (%.0f releases/s in total, every one with a backlog all run long) plus one "+
+		"measured bucket per rate (%v req/s), all queued up front; measured for %s.", idle, bgRate, idle*bgRate, pacingRates, dur)
+	res.Baseline = "the configured rate (ideal release grid k/rate)."
+	runs, err := pacingMeasure(ctx, dur, idle, bgRate)
+	if err != nil {
+		return err
+	}
+	pacingReport(e, res, runs)
+	return nil
+}
+
+// pacingMeasure queues the backlog, runs the engine for dur and returns
+// the release times of the measured buckets.
+func pacingMeasure(ctx context.Context, dur time.Duration, idle int, bgRate float64) ([]pacingRun, error) {
+	src := &rateTable{rates: map[policy.Key]float64{}, def: bgRate}
+	log := &releaseLog{times: map[string][]time.Time{}}
+	for _, r := range pacingRates {
+		name := measuredTenant(r)
+		src.rates[policy.Key{Tenant: name, Model: simModel}] = r
+		log.times[name] = make([]time.Time, 0, int(r*dur.Seconds())+16)
+	}
+	q := newPacedQueue(src, releaseObserver{log}, 64)
+	defer q.close()
+	body := chatBody(simModel, 16, true)
+	perBg := int(math.Ceil(bgRate*dur.Seconds())) + 2
+	for i := range idle {
+		for j := range perBg {
+			if err := q.publish(ctx, fmt.Sprintf("bg%05d", i), fmt.Sprintf("bg%d-%d", i, j), body); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, r := range pacingRates {
+		for j := range int(r*dur.Seconds()*1.2) + 4 {
+			if err := q.publish(ctx, measuredTenant(r), fmt.Sprintf("m%v-%d", r, j), body); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := q.start(); err != nil {
+		return nil, err
+	}
+	sleepCtx(ctx, dur)
+	var runs []pacingRun
+	for _, r := range pacingRates {
+		runs = append(runs, pacingRun{Rate: r, Releases: within(log.times[measuredTenant(r)], dur)})
+	}
+	return runs, nil
+}
+
+func measuredTenant(rate float64) string { return fmt.Sprintf("rate%v", rate) }
+
+// within keeps the releases in [first, first+dur).
+func within(ts []time.Time, dur time.Duration) []time.Time {
+	if len(ts) == 0 {
+		return nil
+	}
+	end := ts[0].Add(dur)
+	for i, t := range ts {
+		if !t.Before(end) {
+			return ts[:i]
+		}
+	}
+	return ts
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Summary is the distribution of one sample set. Values keep the unit
+// of the samples (the callers use milliseconds unless a name says
+// otherwise).
+type Summary struct {
+	N    int     `json:"n"`
+	Min  float64 `json:"min"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// Summarize returns the summary of xs; xs is not modified. An empty set
+// gives a zero Summary.
+func Summarize(xs []float64) Summary {
+	if len(xs) == 0 {
+		return Summary{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	var sum float64
+	for _, x := range s {
+		sum += x
+	}
+	return Summary{
+		N: len(s), Min: s[0], Max: s[len(s)-1], Mean: sum / float64(len(s)),
+		P50: quantile(s, 0.50), P90: quantile(s, 0.90), P99: quantile(s, 0.99),
+	}
+}
+
+// Quantile returns the q-quantile (0..1) of xs by linear interpolation
+// between closest ranks; NaN for an empty set. xs is not modified.
+func Quantile(xs []float64, q float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return quantile(s, q)
+}
+
+// quantile is Quantile on an already sorted slice.
+func quantile(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	switch {
+	case n == 0:
+		return math.NaN()
+	case q <= 0:
+		return sorted[0]
+	case q >= 1:
+		return sorted[n-1]
+	}
+	pos := q * float64(n-1)
+	lo := int(pos)
+	if lo+1 >= n {
+		return sorted[n-1]
+	}
+	frac := pos - float64(lo)
+	return sorted[lo] + frac*(sorted[lo+1]-sorted[lo])
+}
+
+// Median is Quantile(xs, 0.5).
+func Median(xs []float64) float64 { return Quantile(xs, 0.5) }
+
+// ms converts a duration to float milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// us converts a duration to float microseconds.
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// ratio returns a/b, or NaN when b is zero.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// slope returns the least-squares slope of ys over xs (NaN with fewer
+// than two points or no spread in xs).
+func slope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	if len(xs) < 2 || len(xs) != len(ys) {
+		return math.NaN()
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return math.NaN()
+	}
+	return (n*sxy - sx*sy) / den
+}
+
+// cdf returns up to maxPoints (x, fraction ≤ x) points of xs' empirical
+// distribution, sorted by x.
+func cdf(xs []float64, maxPoints int) []Point {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	step := max(1, len(s)/maxPoints)
+	pts := make([]Point, 0, len(s)/step+1)
+	for i := 0; i < len(s); i += step {
+		pts = append(pts, Point{s[i], float64(i+1) / float64(len(s))})
+	}
+	if last := len(s) - 1; last%step != 0 {
+		pts = append(pts, Point{s[last], 1})
+	}
+	return pts
+}

@@ -1,0 +1,58 @@
+package embedded
+
+// timerHeap is a min-heap of suspended topics ordered by due. Hand-written
+// rather than container/heap to avoid boxing each topic in an interface.
+// Only the minimum is ever removed, so topics need no heap index.
+type timerHeap []*topic
+
+func (h *timerHeap) push(t *topic) {
+	*h = append(*h, t)
+	h.up(len(*h) - 1)
+}
+
+// popMin removes and returns the topic due first.
+func (h *timerHeap) popMin() *topic {
+	old := *h
+	t := old[0]
+	last := len(old) - 1
+	old[0] = old[last]
+	old[last] = nil
+	*h = old[:last]
+	if last > 0 {
+		h.down(0)
+	}
+	return t
+}
+
+func (h timerHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p].due <= h[i].due {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h timerHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].due < h[l].due {
+			m = r
+		}
+		if h[i].due <= h[m].due {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+func (h timerHeap) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+}

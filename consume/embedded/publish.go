@@ -1,0 +1,127 @@
+package embedded
+
+import (
+	"context"
+	"time"
+
+	"github.com/pacegate/pacegate/consume"
+)
+
+// reclaimPerPublish bounds the idle topics one Publish reclaims, so the
+// cost of reclaiming is spread over later calls.
+const reclaimPerPublish = 2
+
+// Publish implements [consume.Backend.Publish]. It never blocks: a full
+// LiteTopic or engine fails at once with a *consume.FullError and nothing
+// queued is dropped. The engine keeps a shallow copy of *m, so the caller
+// may reuse m but must not modify m.Body or m.Properties afterwards.
+func (e *Engine) Publish(ctx context.Context, m *consume.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := consume.ValidLiteTopic(m.LiteTopic); err != nil {
+		return err
+	}
+	en := &entry{d: consume.Delivery{Message: *m, Attempt: 1}}
+	now := time.Now().UnixNano()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return consume.ErrClosed
+	}
+	e.reclaim(now, reclaimPerPublish)
+	t := e.topics[m.LiteTopic]
+	if err := e.admit(t, m, now); err != nil {
+		return err
+	}
+	if t == nil {
+		t = &topic{name: m.LiteTopic}
+		e.topics[t.name] = t
+	} else if t.state == stIdle {
+		e.idle.remove(t)
+	}
+	t.push(en)
+	e.msgs++
+	e.bytes += int64(len(m.Body))
+	if t.state == stIdle {
+		e.makeReady(t)
+	}
+	return nil
+}
+
+// admit checks the backlog and global limits. Requires mu held.
+func (e *Engine) admit(t *topic, m *consume.Message, now int64) error {
+	limit := m.MaxBacklog
+	if limit <= 0 {
+		limit = e.cfg.DefaultBacklog
+	}
+	if t != nil && int(t.n) >= limit {
+		after := t.rate.estimate(time.Second)
+		if t.state == stSuspended {
+			after = max(after, time.Duration(t.due-now))
+		}
+		return &consume.FullError{Scope: consume.ScopeLiteTopic, LiteTopic: m.LiteTopic, Limit: int64(limit), RetryAfter: after}
+	}
+	if e.msgs >= e.cfg.MaxMessages {
+		return e.engineFull(m, int64(e.cfg.MaxMessages))
+	}
+	if e.bytes+int64(len(m.Body)) > e.cfg.MaxBytes {
+		return e.engineFull(m, e.cfg.MaxBytes)
+	}
+	return nil
+}
+
+func (e *Engine) engineFull(m *consume.Message, limit int64) error {
+	return &consume.FullError{Scope: consume.ScopeEngine, LiteTopic: m.LiteTopic, Limit: limit, RetryAfter: e.rate.estimate(time.Second)}
+}
+
+// reclaim deletes up to n topics that have been empty for IdleTTL. The
+// idle list is ordered by when topics became empty, so only its head needs
+// checking. Requires mu held.
+func (e *Engine) reclaim(now int64, n int) {
+	ttl := int64(e.cfg.IdleTTL)
+	for ; n > 0 && e.idle.head != nil && now-e.idle.head.due >= ttl; n-- {
+		t := e.idle.head
+		e.idle.remove(t)
+		delete(e.topics, t.name)
+	}
+}
+
+// makeReady queues t for a worker. Requires mu held.
+func (e *Engine) makeReady(t *topic) {
+	t.state = stReady
+	e.ready.push(t)
+	e.cond.Signal()
+}
+
+// Backlog is the number of messages queued on liteTopic, including one in
+// flight.
+func (e *Engine) Backlog(liteTopic string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t := e.topics[liteTopic]; t != nil {
+		return int(t.n)
+	}
+	return 0
+}
+
+// EngineStats is a snapshot of an Engine's queues.
+type EngineStats struct {
+	Topics    int   // LiteTopics known, idle ones not yet reclaimed included
+	Ready     int   // LiteTopics waiting for a worker
+	Suspended int   // LiteTopics held by the timer (Suspend or Retry backoff)
+	InFlight  int   // handler calls in progress
+	Messages  int   // messages queued, in flight included
+	Bytes     int64 // body bytes queued
+}
+
+// Stats returns a snapshot of the engine's queues.
+func (e *Engine) Stats() EngineStats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return EngineStats{
+		Topics: len(e.topics), Ready: e.ready.n, Suspended: len(e.timers),
+		InFlight: e.busy, Messages: e.msgs, Bytes: e.bytes,
+	}
+}

@@ -1,0 +1,506 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	rmq "github.com/apache/rocketmq-clients/golang/v5"
+	"github.com/apache/rocketmq-clients/golang/v5/credentials"
+
+	"github.com/pacegate/pacegate/consume"
+)
+
+// PropRequestID is the user property that carries the request id.
+const PropRequestID = "reqid"
+
+// Backend is a [consume.Backend] on RocketMQ Lite. Create it with [New]. It
+// is safe for concurrent use.
+//
+// Lock order: subMu before mu. mu guards the ledger (pending, backlog,
+// retries, subscribed) and closing; it is never held across an RPC.
+type Backend struct {
+	cfg   Config
+	log   *slog.Logger
+	cl    atomic.Pointer[clients] // replaced when the proxy connection was lost
+	probe *prober
+
+	handler atomic.Pointer[consume.Handler]
+	started atomic.Bool
+	closed  atomic.Bool
+	health  atomic.Pointer[healthState]
+
+	// handlerCtx is passed to handler calls; cancelled when Close gives up.
+	handlerCtx    context.Context
+	cancelHandler context.CancelFunc
+
+	subMu sync.Mutex     // serialises SubscribeLite calls and client rebuilds
+	bg    sync.WaitGroup // sends cut off by PublishTimeout, old clients stopping
+
+	mu         sync.Mutex
+	closing    bool
+	inflight   sync.WaitGroup    // handler calls; Add only under mu while !closing
+	subscribed map[string]bool   // LiteTopics this process uses (subscribed on the current clients)
+	pending    map[string]string // request id → LiteTopic: published, not acknowledged
+	backlog    map[string]int    // LiteTopic → len of its pending ids
+	retries    map[string]int    // request id → Retry results so far
+
+	loopQuit chan struct{}
+	loopDone chan struct{}
+	kick     chan struct{} // cap 1: ask the probe loop to check now
+}
+
+var _ consume.Backend = (*Backend)(nil)
+
+type healthState struct {
+	up    bool
+	err   error // why it is down
+	since time.Time
+}
+
+// New connects to the proxy at cfg.Endpoint, starts the producer and the
+// LitePushConsumer, and starts probing. It fails, with an error wrapping
+// [consume.ErrUnavailable] when the proxy cannot be reached, if the broker
+// is not usable: unreachable, parent topic missing, or group refused.
+func New(cfg Config) (*Backend, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger.With("component", "rocketmq", "endpoint", cfg.Endpoint, "replica", cfg.ReplicaID)
+	rmq.EnableSsl = false // the client's default is TLS; a local proxy speaks plaintext
+
+	p, err := newProber(cfg.Endpoint, cfg.Topic)
+	if err != nil {
+		return nil, fmt.Errorf("rocketmq: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.PublishTimeout)
+	err = p.check(ctx)
+	cancel()
+	if err != nil {
+		p.close()
+		log.Error("rocketmq: broker unusable at start", "err", err)
+		return nil, fmt.Errorf("%w: rocketmq at %s: %v (for a local broker: bash scripts/rocketmq/rmq.sh fetch start init)",
+			consume.ErrUnavailable, cfg.Endpoint, err)
+	}
+
+	b := &Backend{
+		cfg:        cfg,
+		log:        log,
+		probe:      p,
+		subscribed: make(map[string]bool),
+		pending:    make(map[string]string),
+		backlog:    make(map[string]int),
+		retries:    make(map[string]int),
+		loopQuit:   make(chan struct{}),
+		loopDone:   make(chan struct{}),
+		kick:       make(chan struct{}, 1),
+	}
+	b.handlerCtx, b.cancelHandler = context.WithCancel(context.Background())
+	b.health.Store(&healthState{up: true, since: time.Now()})
+	cl, err := b.startClients()
+	if err != nil {
+		p.close()
+		b.cancelHandler()
+		log.Error("rocketmq: client start failed", "err", err)
+		return nil, err
+	}
+	b.cl.Store(cl)
+	go b.probeLoop()
+	log.Info("rocketmq: connected", "topic", cfg.Topic, "group", cfg.Group)
+	return b, nil
+}
+
+// clients are one producer and one LitePushConsumer. v5.1.4 does not
+// recover from a proxy restart on its own (its telemetry stream is dropped
+// and settings are re-sent only every 5 minutes, so the new proxy answers
+// every receive with UNRECOGNIZED_CLIENT_TYPE); the backend then replaces
+// both (see rebuild).
+type clients struct {
+	producer rmq.Producer
+	consumer rmq.LitePushConsumer
+}
+
+func (b *Backend) startClients() (*clients, error) {
+	cfg := b.cfg
+	creds := &credentials.SessionCredentials{} // ACL off: empty credentials
+	prod, err := rmq.NewProducer(&rmq.Config{Endpoint: cfg.Endpoint, Credentials: creds}, rmq.WithTopics(cfg.Topic))
+	if err != nil {
+		return nil, fmt.Errorf("rocketmq: new producer: %w", err)
+	}
+	if err := prod.Start(); err != nil {
+		return nil, fmt.Errorf("%w: rocketmq: start producer on topic %s: %v", consume.ErrUnavailable, cfg.Topic, err)
+	}
+	cons, err := rmq.NewLitePushConsumer(
+		&rmq.Config{Endpoint: cfg.Endpoint, ConsumerGroup: cfg.Group, Credentials: creds},
+		rmq.NewLitePushConsumerConfig(cfg.Topic, cfg.InvisibleDuration),
+		rmq.WithPushEnableFifoConsumeAccelerator(true),
+		rmq.WithPushConsumptionThreadCount(int32(cfg.ConsumptionThreads)),
+		rmq.WithPushMaxCacheMessageCount(int32(cfg.MaxCacheMessages)),
+		rmq.WithPushMessageListener(&rmq.FuncMessageListener{Consume: b.consume}),
+	)
+	if err != nil {
+		_ = prod.GracefulStop()
+		return nil, fmt.Errorf("rocketmq: new lite push consumer: %w", err)
+	}
+	if err := cons.Start(); err != nil {
+		_ = prod.GracefulStop()
+		return nil, fmt.Errorf("%w: rocketmq: start lite consumer (group %s bound to %s?): %v",
+			consume.ErrUnavailable, cfg.Group, cfg.Topic, err)
+	}
+	return &clients{producer: prod, consumer: cons}, nil
+}
+
+// stop stops both clients; the consumer waits for its long poll.
+func (c *clients) stop() error {
+	err := c.consumer.GracefulStop()
+	if perr := c.producer.GracefulStop(); err == nil {
+		err = perr
+	}
+	return err
+}
+
+// LiteTopic is the LiteTopic name for a tenant's requests to model on this
+// replica: [consume.LiteTopicName](tenant, model, Config.ReplicaID).
+func (b *Backend) LiteTopic(tenant, model string) string {
+	return consume.LiteTopicName(tenant, model, b.cfg.ReplicaID)
+}
+
+// ReplicaID is Config.ReplicaID.
+func (b *Backend) ReplicaID() string { return b.cfg.ReplicaID }
+
+// MinSuspend implements [consume.Backend.MinSuspend]: the client's 50 ms
+// minimum.
+func (b *Backend) MinSuspend() time.Duration { return minSuspend }
+
+// Ready implements [consume.Backend.Ready]. It reports the probe's latest
+// view; the error wraps consume.ErrUnavailable.
+func (b *Backend) Ready(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.closed.Load() {
+		return consume.ErrClosed
+	}
+	h := b.health.Load()
+	if !h.up {
+		return fmt.Errorf("%w: rocketmq at %s down since %s: %v",
+			consume.ErrUnavailable, b.cfg.Endpoint, h.since.Format(time.RFC3339), h.err)
+	}
+	return nil
+}
+
+// Publish implements [consume.Backend.Publish]. It subscribes m.LiteTopic
+// first if this process has not yet, then sends, within PublishTimeout.
+func (b *Backend) Publish(ctx context.Context, m *consume.Message) error {
+	if b.closed.Load() {
+		return consume.ErrClosed
+	}
+	if m.ID == "" {
+		return errors.New("rocketmq: message has no ID")
+	}
+	if err := consume.ValidLiteTopic(m.LiteTopic); err != nil {
+		return err
+	}
+	if h := b.health.Load(); !h.up {
+		return fmt.Errorf("%w: rocketmq at %s: %v", consume.ErrUnavailable, b.cfg.Endpoint, h.err)
+	}
+	if err := b.reserve(m); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
+	defer cancel()
+	if err := b.ensureSubscribed(m.LiteTopic); err != nil {
+		b.release(m.ID)
+		return err
+	}
+	msg := &rmq.Message{Topic: b.cfg.Topic, Body: m.Body}
+	msg.SetLiteTopic(m.LiteTopic)
+	msg.SetKeys(m.ID)
+	for k, v := range m.Properties {
+		msg.AddProperty(k, v)
+	}
+	msg.AddProperty(PropRequestID, m.ID)
+	if err := b.send(ctx, msg); err != nil {
+		b.release(m.ID)
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
+			return cerr // the caller gave up
+		}
+		b.kickProbe()
+		return fmt.Errorf("%w: rocketmq send to %s: %v", consume.ErrUnavailable, m.LiteTopic, err)
+	}
+	return nil
+}
+
+// send bounds the client's Send by ctx: v5.1.4 retries with its own
+// 5 s connection timeouts and can take 10 s or more against a dead proxy.
+// A send cut off here may still complete; its message is then delivered
+// with no ledger entry (the consumer finds no waiting client and drops it).
+func (b *Backend) send(ctx context.Context, msg *rmq.Message) error {
+	done := make(chan error, 1)
+	prod := b.cl.Load().producer
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		return consume.ErrClosed
+	}
+	b.bg.Add(1) // under mu while !closing: cannot race Close's Wait
+	b.mu.Unlock()
+	go func() {
+		defer b.bg.Done()
+		_, err := prod.Send(ctx, msg)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// reserve counts m against its LiteTopic's backlog and MaxPending.
+func (b *Backend) reserve(m *consume.Message) error {
+	limit := m.MaxBacklog
+	if limit <= 0 {
+		limit = b.cfg.MaxBacklog
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, dup := b.pending[m.ID]; dup {
+		return fmt.Errorf("rocketmq: request id %q is already queued", m.ID)
+	}
+	if n := b.backlog[m.LiteTopic]; n >= limit {
+		return &consume.FullError{Scope: consume.ScopeLiteTopic, LiteTopic: m.LiteTopic,
+			Limit: int64(limit), RetryAfter: DefaultFullRetryAfter}
+	}
+	if len(b.pending) >= b.cfg.MaxPending {
+		return &consume.FullError{Scope: consume.ScopeEngine, LiteTopic: m.LiteTopic,
+			Limit: int64(b.cfg.MaxPending), RetryAfter: DefaultFullRetryAfter}
+	}
+	b.pending[m.ID] = m.LiteTopic
+	b.backlog[m.LiteTopic]++
+	return nil
+}
+
+// release forgets id (acknowledged, or its send failed).
+func (b *Backend) release(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.releaseLocked(id)
+}
+
+// releaseLocked is release; requires mu held.
+func (b *Backend) releaseLocked(id string) {
+	delete(b.retries, id)
+	lt, ok := b.pending[id]
+	if !ok {
+		return
+	}
+	delete(b.pending, id)
+	if b.backlog[lt]--; b.backlog[lt] <= 0 {
+		delete(b.backlog, lt)
+	}
+}
+
+// Backlog is the number of messages this process published to liteTopic
+// and has not seen acknowledged.
+func (b *Backend) Backlog(liteTopic string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.backlog[liteTopic]
+}
+
+// ensureSubscribed subscribes lt once per process (and again after an
+// outage, see resubscribeAll), before the first message is sent to it: a
+// new (group, LiteTopic) pair may start at the newest offset otherwise.
+func (b *Backend) ensureSubscribed(lt string) error {
+	b.mu.Lock()
+	ok := b.subscribed[lt]
+	b.mu.Unlock()
+	if ok {
+		return nil
+	}
+	b.subMu.Lock()
+	defer b.subMu.Unlock()
+	b.mu.Lock()
+	ok = b.subscribed[lt]
+	b.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := b.cl.Load().consumer.SubscribeLite(lt); err != nil {
+		b.kickProbe()
+		return fmt.Errorf("%w: rocketmq SubscribeLite %s: %v", consume.ErrUnavailable, lt, err)
+	}
+	b.mu.Lock()
+	b.subscribed[lt] = true
+	b.mu.Unlock()
+	return nil
+}
+
+// Start implements [consume.Backend.Start]. Messages that arrive before
+// Start are suspended for a second.
+func (b *Backend) Start(h consume.Handler) error {
+	if h == nil {
+		return errors.New("rocketmq: nil handler")
+	}
+	if b.closed.Load() {
+		return consume.ErrClosed
+	}
+	if !b.started.CompareAndSwap(false, true) {
+		return errors.New("rocketmq: Start called twice")
+	}
+	b.handler.Store(&h)
+	return nil
+}
+
+// consume is the client's listener: it runs on the client's pool, one
+// message of a LiteTopic at a time.
+func (b *Backend) consume(mv *rmq.MessageView) rmq.ConsumerResult {
+	hp := b.handler.Load()
+	b.mu.Lock()
+	if b.closing || hp == nil {
+		b.mu.Unlock()
+		return rmq.NewConsumerResultSuspend(time.Second) // stays queued
+	}
+	b.inflight.Add(1)
+	d := b.delivery(mv)
+	b.mu.Unlock()
+	defer b.inflight.Done()
+
+	res := b.call(*hp, d)
+	switch res.Action {
+	case consume.ActionSuccess:
+		b.release(d.ID)
+		return rmq.SUCCESS
+	case consume.ActionSuspend:
+		return rmq.NewConsumerResultSuspend(clampSuspend(res.Delay))
+	default:
+		return b.retry(d)
+	}
+}
+
+// delivery builds the Delivery for mv; requires mu held (reads retries).
+func (b *Backend) delivery(mv *rmq.MessageView) *consume.Delivery {
+	props := mv.GetProperties()
+	id := props[PropRequestID]
+	if id == "" {
+		if keys := mv.GetKeys(); len(keys) > 0 {
+			id = keys[0]
+		} else {
+			id = mv.GetMessageId()
+		}
+	}
+	user := make(map[string]string, len(props))
+	for k, v := range props {
+		if k != PropRequestID {
+			user[k] = v
+		}
+	}
+	// The broker's delivery attempt cannot be used as is: it goes from 1 to
+	// 2 on the first Suspend of a message (measured with a 5.5.1 broker),
+	// although the contract says Suspensions do not count. For a message this
+	// process published, Attempt is 1 + its Retry results; for one left by
+	// an earlier process, the broker's count is all there is.
+	attempt := int(mv.GetDeliveryAttempt())
+	if _, ok := b.pending[id]; ok {
+		attempt = 1 + b.retries[id]
+	}
+	return &consume.Delivery{
+		Message: consume.Message{ID: id, LiteTopic: mv.GetLiteTopic(), Body: mv.GetBody(), Properties: user},
+		Attempt: attempt,
+	}
+}
+
+// call runs h, turning a panic into a Retry so that it costs only this
+// message.
+func (b *Backend) call(h consume.Handler, d *consume.Delivery) (res consume.Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.log.Error("rocketmq: handler panicked", "id", d.ID, "litetopic", d.LiteTopic,
+				"panic", r, "stack", string(debug.Stack()))
+			res = consume.Retry()
+		}
+	}()
+	return h(b.handlerCtx, d)
+}
+
+// retry turns a Retry result into a Suspend with exponential backoff; see
+// the package doc for why not FAILURE.
+func (b *Backend) retry(d *consume.Delivery) rmq.ConsumerResult {
+	b.mu.Lock()
+	b.retries[d.ID]++
+	n := b.retries[d.ID]
+	if n > b.cfg.MaxRetries {
+		b.releaseLocked(d.ID)
+		b.mu.Unlock()
+		b.log.Error("rocketmq: giving up on a request after repeated Retry results; acknowledged",
+			"id", d.ID, "litetopic", d.LiteTopic, "retries", n-1)
+		return rmq.SUCCESS
+	}
+	b.mu.Unlock()
+	return rmq.NewConsumerResultSuspend(clampSuspend(backoff(b.cfg.RetryBackoff, b.cfg.MaxRetryBackoff, n)))
+}
+
+func backoff(base, max time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
+
+func clampSuspend(d time.Duration) time.Duration {
+	return min(max(d, minSuspend), maxSuspend)
+}
+
+// Close implements [consume.Backend.Close]. The client's GracefulStop waits
+// for its in-flight long poll (up to ~35 s); if ctx ends first, Close
+// returns ctx's error and the client finishes stopping in the background.
+// Leftover lists what this process published and did not see acknowledged.
+func (b *Backend) Close(ctx context.Context) (consume.Leftover, error) {
+	if !b.closed.CompareAndSwap(false, true) {
+		return consume.Leftover{}, consume.ErrClosed
+	}
+	b.mu.Lock()
+	b.closing = true
+	b.mu.Unlock()
+	close(b.loopQuit)
+	<-b.loopDone
+
+	done := make(chan error, 1)
+	go func() {
+		// Handler calls first (no new ones start: closing is set), then
+		// the clients.
+		b.inflight.Wait()
+		err := b.cl.Load().stop()
+		b.bg.Wait() // cut-off sends, clients replaced by rebuild
+		b.probe.close()
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		b.cancelHandler()
+		err = fmt.Errorf("rocketmq: close: %w", ctx.Err())
+	}
+	b.cancelHandler()
+
+	b.mu.Lock()
+	ids := make([]string, 0, len(b.pending))
+	for id := range b.pending {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	sort.Strings(ids)
+	b.log.Info("rocketmq: closed", "leftover", len(ids))
+	return consume.Leftover{IDs: ids}, err
+}

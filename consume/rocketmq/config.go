@@ -1,0 +1,127 @@
+package rocketmq
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults for the zero fields of [Config].
+const (
+	DefaultTopic              = "LLM_REQ"
+	DefaultGroup              = "GID_PACEGATE"
+	DefaultInvisibleDuration  = 30 * time.Second
+	DefaultConsumptionThreads = 64
+	DefaultMaxCacheMessages   = 256
+	DefaultMaxBacklog         = 10000
+	DefaultMaxPending         = 200000
+	DefaultPublishTimeout     = 3 * time.Second
+	DefaultProbeInterval      = 2 * time.Second
+	DefaultRetryBackoff       = 500 * time.Millisecond
+	DefaultMaxRetryBackoff    = 30 * time.Second
+	DefaultMaxRetries         = 16
+	DefaultFullRetryAfter     = time.Second
+)
+
+// minSuspend is the client's smallest Suspend: NewConsumerResultSuspend
+// panics below it.
+const minSuspend = 50 * time.Millisecond
+
+// maxSuspend is the proxy's largest invisibility (maxInvisibleTimeMills).
+const maxSuspend = 12 * time.Hour
+
+// minInvisible is the proxy's smallest receive invisibility
+// (minInvisibleTimeMillsForRecv).
+const minInvisible = 10 * time.Second
+
+// Config configures a [Backend]. Zero fields take the defaults above.
+type Config struct {
+	// Endpoint is the proxy's gRPC address, host:port. Required.
+	Endpoint string
+	// Topic is the LITE parent topic (message.type=LITE). If empty,
+	// DefaultTopic.
+	Topic string
+	// Group is the consumer group bound to Topic (lite.bind.topic=Topic,
+	// without lite.sub.wildcard). If empty, DefaultGroup.
+	Group string
+	// ReplicaID names this process among the replicas sharing Group; it is
+	// part of every LiteTopic name this process uses ([Backend.LiteTopic]).
+	// Required.
+	ReplicaID string
+	// InvisibleDuration is how long a received message stays invisible
+	// before the broker redelivers it (v5.1.4 does not renew it). At least
+	// 10 s (the proxy's minimum); if zero, DefaultInvisibleDuration.
+	InvisibleDuration time.Duration
+	// ConsumptionThreads is the client's handler pool size. If zero,
+	// DefaultConsumptionThreads.
+	ConsumptionThreads int
+	// MaxCacheMessages caps the messages the client holds; it also caps a
+	// receive batch. If zero, DefaultMaxCacheMessages.
+	MaxCacheMessages int
+	// MaxBacklog is the per-LiteTopic backlog limit when a Message has no
+	// MaxBacklog of its own. If zero, DefaultMaxBacklog.
+	MaxBacklog int
+	// MaxPending limits the messages this process has published and not
+	// yet seen acknowledged, over all LiteTopics (ScopeEngine). If zero,
+	// DefaultMaxPending.
+	MaxPending int
+	// PublishTimeout bounds one Publish (subscribe + send). If zero,
+	// DefaultPublishTimeout.
+	PublishTimeout time.Duration
+	// ProbeInterval is how often reachability is checked. If zero,
+	// DefaultProbeInterval.
+	ProbeInterval time.Duration
+	// RetryBackoff is the first Suspend after a Retry result; it doubles per
+	// Retry of the same request up to MaxRetryBackoff. If zero,
+	// DefaultRetryBackoff and DefaultMaxRetryBackoff.
+	RetryBackoff    time.Duration
+	MaxRetryBackoff time.Duration
+	// MaxRetries is how many Retry results a request gets before it is
+	// acknowledged and logged as given up. If zero, DefaultMaxRetries.
+	MaxRetries int
+	// Logger receives the backend's log lines. If nil, slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Endpoint == "" {
+		return c, errors.New("rocketmq: Config.Endpoint is required (the proxy's gRPC host:port)")
+	}
+	if c.ReplicaID == "" {
+		return c, errors.New("rocketmq: Config.ReplicaID is required")
+	}
+	def := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	defD := func(p *time.Duration, v time.Duration) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	if c.Topic == "" {
+		c.Topic = DefaultTopic
+	}
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	defD(&c.InvisibleDuration, DefaultInvisibleDuration)
+	if c.InvisibleDuration < minInvisible {
+		return c, fmt.Errorf("rocketmq: InvisibleDuration %s is below the proxy's minimum %s", c.InvisibleDuration, minInvisible)
+	}
+	def(&c.ConsumptionThreads, DefaultConsumptionThreads)
+	def(&c.MaxCacheMessages, DefaultMaxCacheMessages)
+	def(&c.MaxBacklog, DefaultMaxBacklog)
+	def(&c.MaxPending, DefaultMaxPending)
+	def(&c.MaxRetries, DefaultMaxRetries)
+	defD(&c.PublishTimeout, DefaultPublishTimeout)
+	defD(&c.ProbeInterval, DefaultProbeInterval)
+	defD(&c.RetryBackoff, DefaultRetryBackoff)
+	defD(&c.MaxRetryBackoff, DefaultMaxRetryBackoff)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}

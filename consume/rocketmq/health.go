@@ -1,0 +1,195 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	mqmd "github.com/apache/rocketmq-clients/golang/v5/metadata"
+	"github.com/apache/rocketmq-clients/golang/v5/pkg/utils"
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+)
+
+// prober asks the proxy for the parent topic's route: that needs the proxy,
+// the name server and a registered broker, and fails with TOPIC_NOT_FOUND
+// when the topic is missing. It has its own gRPC connection so that it
+// sees the proxy as a new client would.
+type prober struct {
+	conn      *grpc.ClientConn
+	client    v2.MessagingServiceClient
+	endpoints *v2.Endpoints
+	topic     string
+	clientID  string
+}
+
+func newProber(endpoint, topic string) (*prober, error) {
+	eps, err := utils.ParseTarget(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("bad endpoint %q: %w", endpoint, err)
+	}
+	// A short reconnect backoff: with gRPC's default (up to 120 s) a probe
+	// during the backoff fails with the old error although the proxy is
+	// back, which would keep the backend unready long after it returned.
+	conn, err := grpc.NewClient(endpoint,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           grpcbackoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 2 * time.Second,
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", endpoint, err)
+	}
+	host, _ := os.Hostname()
+	return &prober{
+		conn:      conn,
+		client:    v2.NewMessagingServiceClient(conn),
+		endpoints: eps,
+		topic:     topic,
+		clientID:  fmt.Sprintf("%s@%d@pacegate-probe@%s", host, os.Getpid(), uuid.NewString()[:8]),
+	}, nil
+}
+
+func (p *prober) check(ctx context.Context) error {
+	ctx = metadata.AppendToOutgoingContext(ctx,
+		mqmd.LanguageKey, mqmd.LanguageValue,
+		mqmd.ProtocolKey, mqmd.ProtocolValue,
+		mqmd.VersionKey, mqmd.VersionValue,
+		mqmd.RequestID, uuid.NewString(),
+		mqmd.ClintID, p.clientID,
+		mqmd.DateTime, time.Now().UTC().Format("20060102T150405Z"),
+	)
+	resp, err := p.client.QueryRoute(ctx, &v2.QueryRouteRequest{
+		Topic:     &v2.Resource{Name: p.topic},
+		Endpoints: p.endpoints,
+	}, grpc.WaitForReady(false))
+	if err != nil {
+		return fmt.Errorf("query route of %s: %w", p.topic, err)
+	}
+	if st := resp.GetStatus(); st.GetCode() != v2.Code_OK {
+		return fmt.Errorf("query route of %s: %s: %s", p.topic, st.GetCode(), st.GetMessage())
+	}
+	if len(resp.GetMessageQueues()) == 0 {
+		return fmt.Errorf("topic %s has no queues", p.topic)
+	}
+	return nil
+}
+
+func (p *prober) close() { _ = p.conn.Close() }
+
+// kickProbe asks the probe loop to check now (a send or subscribe failed).
+func (b *Backend) kickProbe() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// probeLoop checks reachability every ProbeInterval (or when kicked) and
+// logs every transition. When the proxy connection was lost (the probe
+// failed, or its connection dropped between two probes) it rebuilds the
+// clients once the proxy answers again, and only then reports ready.
+func (b *Backend) probeLoop() {
+	defer close(b.loopDone)
+	t := time.NewTicker(b.cfg.ProbeInterval)
+	defer t.Stop()
+	owed := false // the clients must be rebuilt
+	wasReady := true
+	for {
+		select {
+		case <-b.loopQuit:
+			return
+		case <-t.C:
+		case <-b.kick:
+		}
+		lost := wasReady && b.probe.conn.GetState() != connectivity.Ready
+		ctx, cancel := context.WithTimeout(context.Background(), min(b.cfg.ProbeInterval, b.cfg.PublishTimeout))
+		err := b.probe.check(ctx)
+		cancel()
+		wasReady = b.probe.conn.GetState() == connectivity.Ready
+		if lost || err != nil {
+			owed = true
+		}
+		prev := b.health.Load()
+		if err != nil {
+			if prev.up {
+				b.setDown(err, time.Now())
+				b.log.Error("rocketmq: broker unreachable; publishes fail with ErrUnavailable until it is back", "err", err)
+			} else if err.Error() != prev.err.Error() {
+				b.setDown(err, prev.since)
+				b.log.Debug("rocketmq: still unreachable", "err", err)
+			}
+			continue
+		}
+		if owed {
+			if prev.up {
+				b.setDown(errors.New("reconnecting after the proxy connection was lost"), time.Now())
+				b.log.Warn("rocketmq: the proxy connection was lost between probes; reconnecting")
+			}
+			if rerr := b.rebuild(); rerr != nil {
+				b.log.Warn("rocketmq: reconnect failed; will retry", "err", rerr)
+				b.setDown(rerr, b.health.Load().since)
+				continue
+			}
+			owed = false
+		}
+		if h := b.health.Load(); !h.up {
+			b.health.Store(&healthState{up: true, since: time.Now()})
+			b.log.Info("rocketmq: broker reachable again; publishing resumed", "down_for", time.Since(h.since).Round(time.Millisecond))
+		}
+	}
+}
+
+func (b *Backend) setDown(err error, since time.Time) {
+	b.health.Store(&healthState{up: false, err: err, since: since})
+}
+
+// rebuild replaces the producer and the consumer with new ones (new client
+// ids) and subscribes every LiteTopic this process uses on the new
+// consumer. The old clients stop in the background; what the old consumer
+// had received and not acknowledged is redelivered after its invisibility.
+// The client's own 30 s COMPLETE_ADD sync would re-subscribe too, but only
+// after the settings it never re-sends (see clients).
+func (b *Backend) rebuild() error {
+	b.subMu.Lock()
+	defer b.subMu.Unlock()
+	t0 := time.Now()
+	nc, err := b.startClients()
+	if err != nil {
+		return err
+	}
+	old := b.cl.Swap(nc)
+	b.bg.Add(1) // Close waits for loopDone before bg, so this cannot race its Wait
+	go func() {
+		defer b.bg.Done()
+		if err := old.stop(); err != nil {
+			b.log.Warn("rocketmq: stopping the replaced clients", "err", err)
+		}
+	}()
+	b.mu.Lock()
+	names := make([]string, 0, len(b.subscribed))
+	for lt := range b.subscribed {
+		names = append(names, lt)
+	}
+	b.mu.Unlock()
+	for _, lt := range names {
+		select {
+		case <-b.loopQuit:
+			return errors.New("closing")
+		default:
+		}
+		if err := nc.consumer.SubscribeLite(lt); err != nil {
+			return fmt.Errorf("SubscribeLite %s: %w", lt, err)
+		}
+	}
+	b.log.Info("rocketmq: reconnected with new clients", "resubscribed", len(names),
+		"took", time.Since(t0).Round(time.Millisecond))
+	return nil
+}

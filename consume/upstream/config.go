@@ -1,0 +1,116 @@
+package upstream
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Config sets up a [Pool]. Zero fields take the defaults noted.
+type Config struct {
+	// Upstreams are the vLLM servers; at least one.
+	Upstreams []UpstreamConfig
+	// Transport makes the upstream calls. If nil, a *http.Transport tuned
+	// for many long-lived streams to few hosts is used.
+	Transport http.RoundTripper
+	// HealthInterval is the period of the active prober. Default 5s.
+	HealthInterval time.Duration
+	// DownBackoff is how long a failed upstream is left alone; it doubles
+	// on each failure up to MaxDownBackoff. Defaults 1s and 30s.
+	DownBackoff, MaxDownBackoff time.Duration
+	// MaxBodyBytes bounds a non-streamed response body. Default 32 MiB.
+	MaxBodyBytes int64
+	// Logger receives health changes and retries. If nil, slog.Default().
+	Logger *slog.Logger
+	// Observer is told the result of each upstream attempt. Optional.
+	Observer Observer
+}
+
+// UpstreamConfig is one vLLM server.
+type UpstreamConfig struct {
+	// URL is the server root, e.g. http://10.0.0.7:8000 (paths such as
+	// /v1/chat/completions are appended).
+	URL string
+	// MaxConcurrency bounds the requests in flight to it. Default 64.
+	MaxConcurrency int
+	// Models it serves. Empty: discovered from GET /v1/models at Start
+	// and refreshed by the prober.
+	Models []string
+}
+
+// Observer is an optional metrics hook. Result is called once per
+// attempt: status is 0 when no response arrived; err is what ended the
+// attempt (nil for a clean response). It must be safe for concurrent use
+// and must not block.
+type Observer interface {
+	Result(upstream string, status int, err error)
+}
+
+// UpstreamStat is a snapshot of one upstream, returned by Pool.Stats.
+type UpstreamStat struct {
+	URL            string
+	InFlight       int
+	MaxConcurrency int
+	Healthy        bool
+	Errors         uint64    // failures counted against it (transport errors, 5xx, failed probes)
+	DownUntil      time.Time // zero while healthy
+	Models         []string
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Upstreams) == 0 {
+		return c, fmt.Errorf("upstream: no upstreams configured")
+	}
+	setDefault(&c.HealthInterval, 5*time.Second)
+	setDefault(&c.DownBackoff, time.Second)
+	setDefault(&c.MaxDownBackoff, 30*time.Second)
+	c.MaxDownBackoff = max(c.MaxDownBackoff, c.DownBackoff)
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 32 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	seen := map[string]bool{}
+	ups := make([]UpstreamConfig, len(c.Upstreams))
+	for i, u := range c.Upstreams {
+		base, err := normalizeURL(u.URL)
+		if err != nil {
+			return c, err
+		}
+		if seen[base] {
+			return c, fmt.Errorf("upstream: %s listed twice", base)
+		}
+		seen[base] = true
+		if u.MaxConcurrency < 0 {
+			return c, fmt.Errorf("upstream: %s: negative MaxConcurrency", base)
+		}
+		if u.MaxConcurrency == 0 {
+			u.MaxConcurrency = 64
+		}
+		u.URL, u.Models = base, append([]string(nil), u.Models...)
+		ups[i] = u
+	}
+	c.Upstreams = ups
+	return c, nil
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+func normalizeURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("upstream: bad URL %q: %w", raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("upstream: bad URL %q: want http(s)://host[:port][/path]", raw)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}

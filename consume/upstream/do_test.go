@@ -1,0 +1,272 @@
+package upstream
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
+)
+
+// kinds renders an event sequence compactly: H200 C:<data> B:<data>.
+func kinds(evs []consume.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		switch ev.Kind {
+		case consume.EventHeader:
+			out = append(out, fmt.Sprintf("H%d", ev.Status))
+		case consume.EventChunk:
+			out = append(out, "C:"+string(ev.Data))
+		case consume.EventBody:
+			out = append(out, "B:"+string(ev.Data))
+		default:
+			out = append(out, fmt.Sprintf("kind%d", ev.Kind))
+		}
+	}
+	return out
+}
+
+func TestDoStreamEventSequence(t *testing.T) {
+	s := newSim(t, "m")
+	p := newPool(t, UpstreamConfig{URL: s.url, Models: []string{"m"}})
+	var rec recordEvents
+	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, `,"stream_options":{"include_usage":true}`), rec.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const head = `{"id":"chatcmpl-r1","object":"chat.completion.chunk","created":%d,"model":"m","choices":`
+	created := extractCreated(t, rec.evs)
+	h := fmt.Sprintf(head, created)
+	want := []string{
+		"H200",
+		"C:" + h + `[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
+		"C:" + h + `[{"index":0,"delta":{"content":"tok0 "},"logprobs":null,"finish_reason":null}]}`,
+		"C:" + h + `[{"index":0,"delta":{"content":"tok1"},"logprobs":null,"finish_reason":null}]}`,
+		"C:" + h + `[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length","stop_reason":null}]}`,
+		"C:" + h + `[],"usage":{"prompt_tokens":2,"total_tokens":4,"completion_tokens":2}}`,
+	}
+	if got := kinds(rec.evs); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	hdr := rec.evs[0].Header
+	if hdr.Get("Content-Type") != "text/event-stream; charset=utf-8" || hdr.Get("X-Request-Id") != "r1" {
+		t.Errorf("header %v", hdr)
+	}
+	if st := p.Stats()[0]; st.InFlight != 0 {
+		t.Errorf("slot not released: %+v", st)
+	}
+}
+
+func extractCreated(t *testing.T, evs []consume.Event) int64 {
+	t.Helper()
+	var c int64
+	if len(evs) < 2 {
+		t.Fatalf("events %v", kinds(evs))
+	}
+	i := strings.Index(string(evs[1].Data), `"created":`)
+	fmt.Sscanf(string(evs[1].Data[i+len(`"created":`):]), "%d", &c)
+	return c
+}
+
+func TestDoNonStreamBody(t *testing.T) {
+	s := newSim(t, "m")
+	p := newPool(t, UpstreamConfig{URL: s.url, Models: []string{"m"}})
+	var rec recordEvents
+	if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r2", false, ""), rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	got := kinds(rec.evs)
+	if len(got) != 2 || got[0] != "H200" || !strings.HasPrefix(got[1], `B:{"id":"chatcmpl-r2","object":"chat.completion"`) ||
+		!strings.Contains(got[1], `"content":"tok0 tok1"`) {
+		t.Fatalf("events %v", got)
+	}
+}
+
+// The request carries the id, content type and Accept; hop-by-hop
+// response headers are dropped.
+func TestDoRequestAndResponseHeaders(t *testing.T) {
+	seen := make(chan *http.Request, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r
+		w.Header().Set("Connection", "X-Hop")
+		w.Header().Set("X-Hop", "1")
+		w.Header().Set("Keep-Alive", "timeout=5")
+		w.Header().Set("X-End", "kept")
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, ": keep-alive\n\ndata: {\"a\":1}\n\ndata: {\"error\":{\"message\":\"x\"}}\n\ndata: [DONE]\n\ndata: after\n\n")
+	}))
+	defer ts.Close()
+	p := newPool(t, UpstreamConfig{URL: ts.URL, Models: []string{"m"}})
+	var rec recordEvents
+	if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r3", true, ""), rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	r := <-seen
+	if r.URL.Path != "/v1/chat/completions" || r.Header.Get("X-Request-Id") != "r3" ||
+		r.Header.Get("Accept") != "text/event-stream" || r.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("request %s %v", r.URL.Path, r.Header)
+	}
+	h := rec.evs[0].Header
+	if h.Get("X-Hop") != "" || h.Get("Keep-Alive") != "" || h.Get("Connection") != "" || h.Get("X-End") != "kept" {
+		t.Errorf("response header %v", h)
+	}
+	want := []string{"H200", `C:{"a":1}`, `C:{"error":{"message":"x"}}`}
+	if got := kinds(rec.evs); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("events %v, want %v", got, want)
+	}
+}
+
+func TestRetryBeforeFirstByte(t *testing.T) {
+	closed := closedURL(t)
+	for _, tc := range []struct {
+		name   string
+		first  func(t *testing.T) string
+		status int // what the first upstream answered (0: no answer)
+	}{
+		{"status 503", func(t *testing.T) string {
+			s := newSim(t, "m")
+			s.InjectFailure(vllmsim.Failure{StatusBeforeFirstByte: 503})
+			return s.url
+		}, 503},
+		{"connection refused", func(*testing.T) string { return closed }, 0},
+		{"reset before headers", func(t *testing.T) string {
+			s := newSim(t, "m")
+			s.InjectFailure(vllmsim.Failure{ResetBeforeFirstByte: true})
+			return s.url
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			good := newSim(t, "m")
+			obs := &observer{}
+			p, err := NewPool(Config{Observer: obs, Upstreams: []UpstreamConfig{
+				{URL: tc.first(t), Models: []string{"m"}}, {URL: good.url, Models: []string{"m"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec recordEvents
+			slot := mustAcquire(t, p, "m") // ties go to the first upstream
+			if err := slot.Do(t.Context(), chatReq("r", true, ""), rec.emit); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(rec.evs); n != 5 || rec.evs[0].Status != 200 {
+				t.Fatalf("events %v", kinds(rec.evs))
+			}
+			st := p.Stats()
+			if st[0].Healthy || st[0].Errors != 1 || !st[1].Healthy || st[0].InFlight+st[1].InFlight != 0 {
+				t.Errorf("stats %+v", st)
+			}
+			if got := obs.String(); got != fmt.Sprintf("%d:err 200:ok", tc.status) {
+				t.Errorf("observer saw %s", got)
+			}
+		})
+	}
+}
+
+func TestNoRetryOn4xx(t *testing.T) {
+	bad, good := newSim(t, "m"), newSim(t, "m")
+	p := newPool(t, UpstreamConfig{URL: bad.url, Models: []string{"m"}}, UpstreamConfig{URL: good.url, Models: []string{"m"}})
+	// The sim does not serve "m2": it answers 404 as vLLM does.
+	req := chatReq("r", false, "")
+	req.Body = []byte(strings.Replace(string(req.Body), `"model":"m"`, `"model":"m2"`, 1))
+	err := mustAcquire(t, p, "m").Do(t.Context(), req, (&recordEvents{}).emit)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status != 404 || se.Upstream != bad.url || !strings.Contains(string(se.Body), "does not exist") {
+		t.Fatalf("err = %v", err)
+	}
+	if good.Stats().Requests != 0 || !p.Stats()[0].Healthy {
+		t.Errorf("a 4xx was retried or marked the upstream down")
+	}
+}
+
+func TestNoOtherUpstreamReturnsStatusError(t *testing.T) {
+	s := newSim(t, "m")
+	s.InjectFailure(vllmsim.Failure{StatusBeforeFirstByte: 503})
+	p := newPool(t, UpstreamConfig{URL: s.url, Models: []string{"m"}})
+	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", true, ""), (&recordEvents{}).emit)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status != 503 || !strings.Contains(string(se.Body), `"code":503`) {
+		t.Fatalf("err = %v", err)
+	}
+	if p.Ready() {
+		t.Error("Ready after the only upstream failed")
+	}
+	if _, ok := p.TryAcquire("m"); ok {
+		t.Error("acquired a slot on a down upstream")
+	}
+}
+
+func TestUnavailableWrapsTransportError(t *testing.T) {
+	p := newPool(t, UpstreamConfig{URL: closedURL(t), Models: []string{"m"}})
+	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", true, ""), (&recordEvents{}).emit)
+	if !errors.Is(err, ErrUpstreamUnavailable) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestNoRetryAfterFirstByte(t *testing.T) {
+	bad, good := newSim(t, "m"), newSim(t, "m")
+	bad.InjectFailure(vllmsim.Failure{ResetAfterChunks: 2})
+	p := newPool(t, UpstreamConfig{URL: bad.url, Models: []string{"m"}}, UpstreamConfig{URL: good.url, Models: []string{"m"}})
+	var rec recordEvents
+	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", true, ""), rec.emit)
+	if !errors.Is(err, ErrStreamBroken) {
+		t.Fatalf("err = %v, want ErrStreamBroken", err)
+	}
+	if got := kinds(rec.evs); len(got) != 3 || got[0] != "H200" {
+		t.Fatalf("events %v, want the header and 2 chunks", got)
+	}
+	if good.Stats().Requests != 0 {
+		t.Error("retried after the first byte")
+	}
+}
+
+func TestNonStreamBodyLimit(t *testing.T) {
+	s := newSim(t, "m")
+	p, err := NewPool(Config{MaxBodyBytes: 10, Upstreams: []UpstreamConfig{{URL: s.url, Models: []string{"m"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", false, ""), (&recordEvents{}).emit)
+	if !errors.Is(err, ErrStreamBroken) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDoTwiceAndAfterRelease(t *testing.T) {
+	p := newPool(t, UpstreamConfig{URL: closedURL(t), Models: []string{"m"}})
+	s := mustAcquire(t, p, "m")
+	s.Release()
+	if err := s.Do(t.Context(), chatReq("r", true, ""), (&recordEvents{}).emit); err == nil {
+		t.Fatal("Do after Release succeeded")
+	}
+}
+
+// closedURL is an address nothing listens on.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	return url
+}
+
+// observer records Result calls as "status:ok|err".
+type observer struct{ calls []string }
+
+func (o *observer) Result(_ string, status int, err error) {
+	r := "ok"
+	if err != nil {
+		r = "err"
+	}
+	o.calls = append(o.calls, fmt.Sprintf("%d:%s", status, r))
+}
+
+func (o *observer) String() string { return strings.Join(o.calls, " ") }

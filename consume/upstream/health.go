@@ -1,0 +1,40 @@
+package upstream
+
+import (
+	"log/slog"
+	"time"
+)
+
+// markDown records a failure of u: it is left alone for its backoff,
+// which doubles on each failure up to MaxDownBackoff. Failures of
+// requests that were already in flight when it went down do not double
+// it again.
+func (p *Pool) markDown(u *upstream, cause error) {
+	p.mu.Lock()
+	now := p.now()
+	u.errors++
+	if !u.healthy && now.Before(u.downUntil) {
+		p.mu.Unlock()
+		return
+	}
+	if u.backoff == 0 {
+		u.backoff = p.cfg.DownBackoff
+	} else {
+		u.backoff = min(2*u.backoff, p.cfg.MaxDownBackoff)
+	}
+	u.healthy, u.downUntil = false, now.Add(u.backoff)
+	backoff := u.backoff
+	p.mu.Unlock()
+	p.log.Warn("upstream marked down", slog.String("upstream", u.url), slog.Duration("backoff", backoff), slog.Any("error", cause))
+}
+
+// markUp records a success: u is healthy and its backoff starts over.
+func (p *Pool) markUp(u *upstream) {
+	p.mu.Lock()
+	was := u.healthy
+	u.healthy, u.backoff, u.downUntil = true, 0, time.Time{}
+	p.mu.Unlock()
+	if !was {
+		p.log.Info("upstream healthy again", slog.String("upstream", u.url))
+	}
+}

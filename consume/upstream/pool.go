@@ -1,0 +1,176 @@
+package upstream
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pacegate/pacegate/consume"
+)
+
+// Pool is the set of upstreams. Create it with [NewPool]; the zero value
+// is not usable. All methods are safe for concurrent use. Pool
+// implements [consume.Upstreams].
+type Pool struct {
+	cfg    Config
+	client *http.Client
+	log    *slog.Logger
+	now    func() time.Time // a seam for tests; time.Now otherwise
+
+	mu   sync.Mutex // guards ups' mutable fields and next
+	ups  []*upstream
+	next int // rotates the starting point so ties spread out
+
+	life    sync.Mutex // guards the fields below
+	started bool
+	closed  bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// upstream is one server; fields below the line are guarded by Pool.mu.
+type upstream struct {
+	url     string
+	max     int
+	dynamic bool // models come from /v1/models
+
+	models    []string // sorted
+	inFlight  int
+	healthy   bool
+	downUntil time.Time
+	backoff   time.Duration
+	errors    uint64
+}
+
+var _ consume.Upstreams = (*Pool)(nil)
+
+// NewPool checks cfg and returns a Pool whose upstreams count as healthy
+// until they fail. Call Start to discover models and run the prober.
+func NewPool(cfg Config) (*Pool, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p := &Pool{cfg: cfg, log: cfg.Logger, now: time.Now}
+	maxConc := 0
+	for _, u := range cfg.Upstreams {
+		models := slices.Clone(u.Models)
+		slices.Sort(models)
+		p.ups = append(p.ups, &upstream{url: u.URL, max: u.MaxConcurrency, dynamic: len(u.Models) == 0,
+			models: slices.Compact(models), healthy: true})
+		maxConc = max(maxConc, u.MaxConcurrency)
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		rt = newTransport(maxConc)
+	}
+	p.client = &http.Client{
+		Transport: rt,
+		// A redirect would resend a POST elsewhere: report it instead.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return p, nil
+}
+
+// TryAcquire implements [consume.Upstreams.TryAcquire]: it reserves a
+// slot on the available upstream serving model with the fewest requests
+// in flight, or returns false at once.
+func (p *Pool) TryAcquire(model string) (consume.Slot, bool) {
+	s := p.acquire(model, nil)
+	return s, s != nil
+}
+
+// acquire picks an upstream other than skip; nil if none has room.
+func (p *Pool) acquire(model string, skip *upstream) *slot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	var best *upstream
+	n := len(p.ups)
+	for i := range n {
+		u := p.ups[(p.next+i)%n]
+		if u == skip || u.inFlight >= u.max || !u.available(now) || !u.serves(model) {
+			continue
+		}
+		if best == nil || u.inFlight < best.inFlight {
+			best = u
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	p.next++
+	best.inFlight++
+	return &slot{p: p, u: best}
+}
+
+func (p *Pool) release(u *upstream) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u.inFlight--
+}
+
+// available: healthy, or down but past its backoff (on trial). Requires
+// Pool.mu held.
+func (u *upstream) available(now time.Time) bool {
+	return u.healthy || !now.Before(u.downUntil)
+}
+
+// serves requires Pool.mu held.
+func (u *upstream) serves(model string) bool {
+	_, ok := slices.BinarySearch(u.models, model)
+	return ok
+}
+
+// Models returns the models served by any upstream, sorted, without
+// duplicates.
+func (p *Pool) Models() []string {
+	p.mu.Lock()
+	var all []string
+	for _, u := range p.ups {
+		all = append(all, u.models...)
+	}
+	p.mu.Unlock()
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+// Serves reports whether some upstream, healthy or not, serves model.
+func (p *Pool) Serves(model string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, u := range p.ups {
+		if u.serves(model) {
+			return true
+		}
+	}
+	return false
+}
+
+// Ready reports whether at least one upstream is available.
+func (p *Pool) Ready() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	for _, u := range p.ups {
+		if u.available(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// Stats returns a snapshot of every upstream, in configuration order.
+func (p *Pool) Stats() []UpstreamStat {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]UpstreamStat, 0, len(p.ups))
+	for _, u := range p.ups {
+		out = append(out, UpstreamStat{URL: u.url, InFlight: u.inFlight, MaxConcurrency: u.max,
+			Healthy: u.healthy, Errors: u.errors, DownUntil: u.downUntil, Models: slices.Clone(u.models)})
+	}
+	return out
+}

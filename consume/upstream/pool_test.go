@@ -1,0 +1,108 @@
+package upstream
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestTryAcquireLeastOutstanding(t *testing.T) {
+	p := newPool(t,
+		UpstreamConfig{URL: "http://127.0.0.1:1", Models: []string{"m"}},
+		UpstreamConfig{URL: "http://127.0.0.1:2/", Models: []string{"m"}},
+		UpstreamConfig{URL: "http://127.0.0.1:3", Models: []string{"other"}})
+	a := mustAcquire(t, p, "m")
+	b := mustAcquire(t, p, "m")
+	c := mustAcquire(t, p, "m")
+	if got := inFlight(p); !slices.Equal(got, []int{2, 1, 0}) && !slices.Equal(got, []int{1, 2, 0}) {
+		t.Fatalf("in flight %v after 3 acquires", got)
+	}
+	// Free one on the busier upstream: the next goes to the idler one.
+	a.Release()
+	b.Release()
+	c.Release()
+	c.Release() // idempotent
+	one := mustAcquire(t, p, "m")
+	two := mustAcquire(t, p, "m")
+	if got := inFlight(p); !slices.Equal(got, []int{1, 1, 0}) {
+		t.Fatalf("in flight %v, want [1 1 0]", got)
+	}
+	one.Release()
+	three := mustAcquire(t, p, "m") // must take the freed upstream
+	if got := inFlight(p); !slices.Equal(got, []int{1, 1, 0}) {
+		t.Fatalf("in flight %v, want [1 1 0]", got)
+	}
+	two.Release()
+	three.Release()
+	if _, ok := p.TryAcquire("nope"); ok {
+		t.Fatal("acquired an unserved model")
+	}
+}
+
+func inFlight(p *Pool) []int {
+	var out []int
+	for _, s := range p.Stats() {
+		out = append(out, s.InFlight)
+	}
+	return out
+}
+
+func TestConcurrencyLimit(t *testing.T) {
+	p := newPool(t, UpstreamConfig{URL: "http://127.0.0.1:1", Models: []string{"m"}, MaxConcurrency: 2})
+	a := mustAcquire(t, p, "m")
+	mustAcquire(t, p, "m")
+	if _, ok := p.TryAcquire("m"); ok {
+		t.Fatal("third acquire beyond MaxConcurrency 2 succeeded")
+	}
+	a.Release()
+	mustAcquire(t, p, "m")
+	if st := p.Stats()[0]; st.InFlight != 2 || st.MaxConcurrency != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestDefaultsAndValidation(t *testing.T) {
+	p := newPool(t, UpstreamConfig{URL: "http://h:8000/", Models: []string{"b", "a", "b"}})
+	if st := p.Stats()[0]; st.URL != "http://h:8000" || st.MaxConcurrency != 64 || !st.Healthy {
+		t.Fatalf("stats %+v", st)
+	}
+	if got := p.Models(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("Models = %v", got)
+	}
+	for _, bad := range [][]UpstreamConfig{
+		nil,
+		{{URL: "h:8000"}},
+		{{URL: "ftp://h"}},
+		{{URL: "http://h?x=1"}},
+		{{URL: "http://h"}, {URL: "http://h/"}},
+		{{URL: "http://h", MaxConcurrency: -1}},
+	} {
+		if _, err := NewPool(Config{Upstreams: bad}); err == nil {
+			t.Errorf("NewPool(%v) succeeded", bad)
+		}
+	}
+}
+
+func TestDiscoveryMerge(t *testing.T) {
+	a := newSim(t, "x", "y")
+	p := newPool(t, UpstreamConfig{URL: a.url}, UpstreamConfig{URL: "http://127.0.0.1:1", Models: []string{"z", "y"}})
+	if p.Serves("x") {
+		t.Fatal("serves x before discovery")
+	}
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Models(); !slices.Equal(got, []string{"x", "y", "z"}) {
+		t.Fatalf("Models = %v", got)
+	}
+	if !p.Serves("x") || !p.Serves("z") || p.Serves("w") {
+		t.Fatal("Serves wrong")
+	}
+	// The static upstream is unreachable: the initial probe marked it down.
+	st := p.Stats()
+	if !st[0].Healthy || st[1].Healthy || !p.Ready() {
+		t.Fatalf("stats %+v", st)
+	}
+	if err := p.Start(t.Context()); err != ErrClosed {
+		t.Fatalf("second Start: %v", err)
+	}
+}

@@ -1,0 +1,118 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/sse"
+)
+
+// relay emits a 2xx response as events and closes its body. Errors after
+// this point are never retried.
+func (s *slot) relay(ctx context.Context, stop context.CancelFunc, resp *http.Response, req *consume.UpstreamRequest, emit func(consume.Event) error) error {
+	defer resp.Body.Close()
+	header := resp.Header.Clone()
+	removeHopByHop(header)
+	if err := emit(consume.Event{Kind: consume.EventHeader, Status: resp.StatusCode, Header: header}); err != nil {
+		return err
+	}
+	if req.Stream && isEventStream(resp.Header.Get("Content-Type")) {
+		err := s.relayStream(ctx, resp.Body, emit)
+		if err == nil {
+			drain(resp.Body, stop)
+		}
+		return err
+	}
+	return s.relayBody(ctx, resp.Body, emit)
+}
+
+// broken reports a read failure after the first byte. When the caller's
+// ctx ended it is the cause, and the upstream is not to blame; otherwise
+// the upstream is marked down.
+func (s *slot) broken(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("upstream %s: %w", s.u.url, ctx.Err())
+	}
+	err = fmt.Errorf("%w: %s: %w", ErrStreamBroken, s.u.url, err)
+	s.p.markDown(s.u, err)
+	return err
+}
+
+// relayStream emits one EventChunk per data event, up to [DONE].
+func (s *slot) relayStream(ctx context.Context, body io.Reader, emit func(consume.Event) error) error {
+	d := sse.NewDecoder(body)
+	for {
+		ev, err := d.Next()
+		switch {
+		case err == io.EOF:
+			// Ended cleanly without [DONE]: the framing was complete.
+			return nil
+		case err != nil:
+			return s.broken(ctx, err)
+		case string(ev.Data) == "[DONE]":
+			return nil
+		}
+		if err := emit(consume.Event{Kind: consume.EventChunk, Data: ev.Data}); err != nil {
+			return err
+		}
+	}
+}
+
+// drain reads what follows [DONE] (normally just the end of the chunked
+// body) so that the Transport sees EOF and keeps the connection for the
+// next request; closing a body early closes its connection. An upstream
+// that keeps talking is cut off by stop.
+func drain(body io.Reader, stop context.CancelFunc) {
+	t := time.AfterFunc(drainTimeout, stop)
+	defer t.Stop()
+	_, _ = io.CopyN(io.Discard, body, maxDrainBytes) // an error only costs the connection
+}
+
+const (
+	drainTimeout  = 500 * time.Millisecond
+	maxDrainBytes = 64 << 10
+)
+
+// relayBody emits the whole body, bounded by MaxBodyBytes.
+func (s *slot) relayBody(ctx context.Context, body io.Reader, emit func(consume.Event) error) error {
+	limit := s.p.cfg.MaxBodyBytes
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return s.broken(ctx, err)
+	}
+	if int64(len(data)) > limit {
+		return fmt.Errorf("%w: %s: body exceeds %d bytes", ErrStreamBroken, s.u.url, limit)
+	}
+	return emit(consume.Event{Kind: consume.EventBody, Data: data})
+}
+
+func isEventStream(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "text/event-stream"
+}
+
+// hopByHop are the headers that describe one connection, not the
+// response (RFC 9110 §7.6.1).
+var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// removeHopByHop deletes the headers named in Connection, then the fixed
+// list.
+func removeHopByHop(h http.Header) {
+	for _, v := range h.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				h.Del(f)
+			}
+		}
+	}
+	for _, k := range hopByHop {
+		h.Del(k)
+	}
+}

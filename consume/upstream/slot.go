@@ -1,0 +1,114 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/pacegate/pacegate/consume"
+)
+
+// slot is capacity reserved on one upstream. It implements
+// [consume.Slot] and is safe for concurrent use; Do may be called once.
+type slot struct {
+	p        *Pool
+	u        *upstream
+	used     atomic.Bool
+	released atomic.Bool
+}
+
+var errSlotUsed = errors.New("upstream: slot already used or released")
+
+// Release implements [consume.Slot.Release]; it is idempotent.
+func (s *slot) Release() {
+	if s.released.CompareAndSwap(false, true) {
+		s.p.release(s.u)
+	}
+}
+
+// Do implements [consume.Slot.Do]. A failure before the first response
+// byte is retried once on another upstream that has room; after it,
+// never.
+func (s *slot) Do(ctx context.Context, req *consume.UpstreamRequest, emit func(consume.Event) error) error {
+	if s.released.Load() || !s.used.CompareAndSwap(false, true) {
+		return errSlotUsed
+	}
+	cur := s
+	defer func() { cur.Release() }()
+	for attempt := 1; ; attempt++ {
+		resp, cancel, retry, err := cur.send(ctx, req)
+		if err == nil {
+			err = cur.relay(ctx, cancel, resp, req, emit)
+			cancel()
+			cur.p.observe(cur.u, resp.StatusCode, err)
+			return err
+		}
+		if !retry || attempt > 1 || ctx.Err() != nil {
+			return err
+		}
+		next := s.p.acquire(req.Model, cur.u)
+		if next == nil {
+			return err
+		}
+		s.p.log.Info("retrying on another upstream", slog.String("request_id", req.ID),
+			slog.String("failed", cur.u.url), slog.String("next", next.u.url), slog.Any("error", err))
+		cur.Release()
+		cur = next
+	}
+}
+
+// send posts req and returns a 2xx response whose body the caller reads
+// and whose cancel it calls. Otherwise it returns the error and whether
+// another upstream may be tried.
+func (s *slot) send(ctx context.Context, req *consume.UpstreamRequest) (*http.Response, context.CancelFunc, bool, error) {
+	// Our own cancel aborts the upstream call when emit fails, even if
+	// the caller's ctx lives on.
+	actx, cancel := context.WithCancel(ctx)
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, s.u.url+req.Path, bytes.NewReader(req.Body))
+	if err != nil {
+		cancel()
+		return nil, nil, false, fmt.Errorf("upstream: building request: %w", err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("X-Request-Id", req.ID)
+	hreq.Header.Set("User-Agent", "pacegate")
+	if req.Stream {
+		hreq.Header.Set("Accept", "text/event-stream")
+	}
+	resp, err := s.p.client.Do(hreq)
+	if err != nil {
+		cancel()
+		s.p.observe(s.u, 0, err)
+		if ctx.Err() != nil { // the caller gave up: not the upstream's fault
+			return nil, nil, false, fmt.Errorf("upstream %s: %w", s.u.url, err)
+		}
+		s.p.markDown(s.u, err)
+		return nil, nil, true, fmt.Errorf("%w: %s: %w", ErrUpstreamUnavailable, s.u.url, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		s.p.markUp(s.u)
+		return resp, cancel, false, nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxErrorBodyBytes))
+	resp.Body.Close()
+	cancel()
+	serr := &StatusError{Status: resp.StatusCode, Body: body, Upstream: s.u.url}
+	s.p.observe(s.u, resp.StatusCode, serr)
+	if resp.StatusCode >= 500 {
+		s.p.markDown(s.u, serr)
+		return nil, nil, true, serr
+	}
+	s.p.markUp(s.u) // it answered: alive
+	return nil, nil, false, serr
+}
+
+func (p *Pool) observe(u *upstream, status int, err error) {
+	if p.cfg.Observer != nil {
+		p.cfg.Observer.Result(u.url, status, err)
+	}
+}

@@ -1,0 +1,92 @@
+package vllmsim
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// modelsFlag collects --model, repeated or comma-separated.
+type modelsFlag []string
+
+func (m *modelsFlag) String() string { return strings.Join(*m, ",") }
+
+func (m *modelsFlag) Set(v string) error {
+	for _, name := range strings.Split(v, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			*m = append(*m, name)
+		}
+	}
+	return nil
+}
+
+// RunCommand is `pacegate sim`: it parses args (without the command
+// name), serves a simulator until ctx is done, and prints
+// "listening on http://<addr>" to stdout once it accepts connections.
+func RunCommand(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, listen, err := parseFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           New(cfg),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		// In-flight requests see ctx end too, so they abort at once and
+		// Shutdown does not wait for long streams.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	}
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+func parseFlags(args []string, out io.Writer) (Config, string, error) {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(out)
+	listen := fs.String("listen", "127.0.0.1:8000", "address to listen on")
+	var models modelsFlag
+	fs.Var(&models, "model", "served model name (repeat or comma-separate; default sim-model)")
+	ttft := fs.Duration("ttft", 200*time.Millisecond, "time to first token")
+	itl := fs.Duration("itl", 20*time.Millisecond, "inter-token latency")
+	seqs := fs.Int("max-num-seqs", 256, "requests running at once; more wait")
+	maxTok := fs.Int("max-tokens", 16, "completion length when the request sets none")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, "", err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, "", fmt.Errorf("sim: unexpected argument %q", fs.Arg(0))
+	}
+	cfg := Config{Models: models, TTFT: noZero(*ttft), ITL: noZero(*itl), MaxNumSeqs: *seqs, DefaultMaxTokens: *maxTok}
+	return cfg, *listen, nil
+}
+
+// noZero maps a requested 0 to the Config spelling of "none" (negative).
+func noZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}

@@ -1,0 +1,91 @@
+package vllmsim
+
+import "time"
+
+// Config sets up a [Server]. The zero value is valid: every zero field
+// takes the default noted beside it.
+type Config struct {
+	// Models are the served model names; the first one labels /metrics.
+	// Default ["sim-model"].
+	Models []string
+	// TTFT is the time from the start of running to the first token.
+	// Default 200ms; negative means 0.
+	TTFT time.Duration
+	// ITL is the time between tokens. Default 20ms; negative means 0.
+	ITL time.Duration
+	// MaxNumSeqs is how many requests run at once; more wait in FIFO
+	// order and count in num_requests_waiting. Default 256.
+	MaxNumSeqs int
+	// DefaultMaxTokens is the completion length when the request sets
+	// none. Default 16.
+	DefaultMaxTokens int
+	// MaxModelLen bounds prompt plus completion tokens (400 beyond it) and
+	// is reported by /v1/models. Default 32768.
+	MaxModelLen int
+}
+
+func (c Config) withDefaults() Config {
+	if len(c.Models) == 0 {
+		c.Models = []string{"sim-model"}
+	}
+	c.Models = append([]string(nil), c.Models...)
+	if c.TTFT == 0 {
+		c.TTFT = 200 * time.Millisecond
+	}
+	if c.ITL == 0 {
+		c.ITL = 20 * time.Millisecond
+	}
+	c.TTFT, c.ITL = max(c.TTFT, 0), max(c.ITL, 0)
+	if c.MaxNumSeqs <= 0 {
+		c.MaxNumSeqs = 256
+	}
+	if c.DefaultMaxTokens <= 0 {
+		c.DefaultMaxTokens = 16
+	}
+	if c.MaxModelLen <= 0 {
+		c.MaxModelLen = 32768
+	}
+	return c
+}
+
+// Stats are the simulator's counters and current gauges (a snapshot).
+type Stats struct {
+	Requests  int64 // valid generation requests received
+	Completed int64 // responses sent in full
+	Aborted   int64 // requests whose client went away first
+	Failed    int64 // requests failed on purpose (InjectFailure, X-Sim-Fail-Status)
+	Running   int64 // requests running now
+	Waiting   int64 // requests waiting for a running slot now
+}
+
+// Abort reports one request abandoned by its client.
+type Abort struct {
+	ID     string    // the request id (X-Request-Id, or the generated one)
+	At     time.Time // when the simulator noticed
+	Queued bool      // it was still waiting for a running slot
+}
+
+// Load overrides the load gauges reported on /metrics, to drive a
+// control loop in tests. Requests are still scheduled on real capacity.
+type Load struct {
+	Waiting, Running float64
+	KVCache          float64 // 0..1
+}
+
+// Failure makes the next requests fail on purpose. Status wins over the
+// resets; the zero Failure (with Count 0) fails nothing but still counts
+// as injected until ClearFailures.
+type Failure struct {
+	// Count is how many of the next generation requests fail; 0 means
+	// every request until ClearFailures.
+	Count int
+	// StatusBeforeFirstByte, when > 0, answers with that status and an
+	// OpenAI-shaped error body instead of generating.
+	StatusBeforeFirstByte int
+	// ResetBeforeFirstByte closes the connection before any response byte.
+	ResetBeforeFirstByte bool
+	// ResetAfterChunks, when > 0, closes a streamed response's connection
+	// (no final chunk: the client sees a broken stream) after that many
+	// data events. A non-streamed response is cut before any byte.
+	ResetAfterChunks int
+}

@@ -1,0 +1,156 @@
+package vllmsim
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// generate serves /v1/chat/completions (chat) or /v1/completions.
+func (s *Server) generate(chat bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		j, e := s.parse(r, chat)
+		if e != nil {
+			e.write(w)
+			return
+		}
+		s.requests.Add(1)
+		s.promptTokens.Add(int64(j.promptTokens))
+		f := s.takeFailure(r)
+		switch {
+		case f.StatusBeforeFirstByte > 0:
+			s.failed.Add(1)
+			statusError(f.StatusBeforeFirstByte).write(w)
+			return
+		case f.ResetBeforeFirstByte, f.ResetAfterChunks > 0 && !j.stream:
+			s.failed.Add(1)
+			resetConn(w)
+		}
+		w.Header().Set("X-Request-Id", j.id)
+		if j.stream {
+			s.stream(w, r.Context(), j, f.ResetAfterChunks)
+		} else {
+			s.complete(w, r.Context(), j)
+		}
+	}
+}
+
+// stream sends a streamed response; resetAfter > 0 cuts the connection
+// after that many data events.
+func (s *Server) stream(w http.ResponseWriter, ctx context.Context, j *job, resetAfter int) {
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	out := &eventWriter{w: w, rc: http.NewResponseController(w), resetAfter: resetAfter, s: s}
+	if out.flush() != nil {
+		s.abort(j.id, true)
+		return
+	}
+	if queued, err := s.acquire(ctx); err != nil {
+		s.abort(j.id, queued)
+		return
+	}
+	defer s.release()
+	ttft, itl := s.latency()
+	start := time.Now()
+	for i := range j.maxTokens {
+		if sleepUntil(ctx, start.Add(ttft+time.Duration(i)*itl)) != nil {
+			s.abort(j.id, false)
+			return
+		}
+		if i == 0 && j.chat && out.send(roleChunk(j)) != nil {
+			s.abort(j.id, false)
+			return
+		}
+		if out.send(tokenChunk(j, i)) != nil {
+			s.abort(j.id, false)
+			return
+		}
+		s.genTokens.Add(1)
+	}
+	if s.finishStream(j, out) != nil {
+		s.abort(j.id, false)
+		return
+	}
+	s.completed.Add(1)
+}
+
+func (s *Server) finishStream(j *job, out *eventWriter) error {
+	if err := out.send(finishChunk(j)); err != nil {
+		return err
+	}
+	if j.includeUsage {
+		if err := out.send(usageChunk(j)); err != nil {
+			return err
+		}
+	}
+	return out.send(doneData)
+}
+
+// complete sends a non-streamed response when the last token is due.
+func (s *Server) complete(w http.ResponseWriter, ctx context.Context, j *job) {
+	if queued, err := s.acquire(ctx); err != nil {
+		s.abort(j.id, queued)
+		return
+	}
+	defer s.release()
+	ttft, itl := s.latency()
+	last := time.Now().Add(ttft + time.Duration(j.maxTokens-1)*itl)
+	if sleepUntil(ctx, last) != nil {
+		s.abort(j.id, false)
+		return
+	}
+	body := fullResponse(j)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	if _, err := w.Write(body); err != nil {
+		s.abort(j.id, false)
+		return
+	}
+	s.genTokens.Add(int64(j.maxTokens))
+	s.completed.Add(1)
+}
+
+var doneData = []byte("[DONE]")
+
+// eventWriter writes "data: ...\n\n" frames and flushes each one.
+type eventWriter struct {
+	w          http.ResponseWriter
+	rc         *http.ResponseController
+	buf        []byte
+	sent       int
+	resetAfter int
+	s          *Server
+}
+
+func (o *eventWriter) send(data []byte) error {
+	if o.resetAfter > 0 && o.sent == o.resetAfter {
+		o.s.failed.Add(1)
+		resetConn(o.w)
+	}
+	o.buf = append(append(append(o.buf[:0], "data: "...), data...), "\n\n"...)
+	if _, err := o.w.Write(o.buf); err != nil {
+		return err
+	}
+	o.sent++
+	return o.flush()
+}
+
+func (o *eventWriter) flush() error { return o.rc.Flush() }
+
+// resetConn drops the connection without ending the response: with a
+// hijackable connection it closes the socket with SO_LINGER 0 (a TCP
+// reset); otherwise it panics with http.ErrAbortHandler, which makes the
+// server close the connection (or reset the HTTP/2 stream). Either way
+// the client sees a broken response, never a clean end.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		_ = conn.Close()
+	}
+	panic(http.ErrAbortHandler)
+}

@@ -1,0 +1,110 @@
+package admin
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/gateway/control"
+	"github.com/pacegate/pacegate/policy"
+)
+
+// Config wires the admin API. Token, Table, Pacer and Buckets are
+// required.
+type Config struct {
+	// Token is the bearer token every API route requires.
+	Token   string
+	Table   *policy.Table
+	Pacer   *policy.Pacer
+	Buckets *consume.Buckets
+	// Models lists the models the gateway serves (the pool's and the
+	// config's); a model outside it is a 404. Nil means any model name
+	// is accepted.
+	Models func() []string
+	// Control is the closed loop. If nil (control disabled), pins are
+	// still recorded, so the API behaves the same, but nothing moves the
+	// factors except this API.
+	Control *control.Loop
+	// Metrics serves /metrics. Nil means no /metrics route.
+	Metrics http.Handler
+	// Logger logs every change made through the API. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// api holds the handlers' dependencies. It is safe for concurrent use:
+// the policy types are, and pins serialises itself.
+type api struct {
+	cfg    Config
+	digest [32]byte // sha256 of the token: compared in constant time
+	pins   pinner
+	log    *slog.Logger
+	mu     sync.Mutex // serialises the read-modify-write of overrides
+}
+
+// New returns the admin API handler. It panics when a required field is
+// missing: that is a wiring bug, found at startup.
+func New(cfg Config) http.Handler {
+	if cfg.Token == "" || cfg.Table == nil || cfg.Pacer == nil || cfg.Buckets == nil {
+		panic("admin: Config.Token, Table, Pacer and Buckets are required")
+	}
+	a := &api{cfg: cfg, digest: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	a.pins = newPinner(cfg.Control, cfg.Pacer)
+	return a.routes()
+}
+
+func (a *api) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Get("/admin/ui", serveUI)
+	r.Get("/admin/ui/", serveUI)
+	r.Group(func(r chi.Router) {
+		r.Use(a.auth)
+		if a.cfg.Metrics != nil {
+			r.Method(http.MethodGet, "/metrics", a.cfg.Metrics)
+		}
+		r.Get("/admin/buckets", a.listBuckets)
+		r.Get("/admin/buckets/*", a.getBucket)
+		r.Put("/admin/buckets/*", a.putBucket)
+		r.Delete("/admin/buckets/*", a.deleteBucket)
+		r.Get("/admin/tenants/*", a.getTenant)
+		r.Put("/admin/tenants/*", a.putTenant)
+		r.Delete("/admin/tenants/*", a.deleteTenant)
+		r.Get("/admin/factors", a.getFactors)
+		r.Put("/admin/factors/global", a.putGlobal)
+		r.Put("/admin/factors/models/*", a.putColumn)
+		r.Delete("/admin/factors/models/*", a.deleteColumn)
+		r.Get("/admin/control", a.getControl)
+		r.Get("/admin/matrix", a.getMatrix)
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, notFound("Unknown path "+r.URL.Path+".", "", "unknown_url"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, msg: "Method " + r.Method + " is not allowed on " + r.URL.Path + "."})
+	})
+	return r
+}
+
+// auth requires the bearer token. Both sides are hashed first, so the
+// comparison takes the same time whatever the presented token's length.
+func (a *api) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		d := sha256.Sum256([]byte(tok))
+		if !ok || subtle.ConstantTimeCompare(d[:], a.digest[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="pacegate-admin"`)
+			writeError(w, &apiError{status: http.StatusUnauthorized, msg: "Missing or invalid admin token.", code: "invalid_admin_token"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

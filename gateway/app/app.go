@@ -1,0 +1,237 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/embedded"
+	"github.com/pacegate/pacegate/consume/rocketmq"
+	"github.com/pacegate/pacegate/consume/upstream"
+	"github.com/pacegate/pacegate/gateway"
+	"github.com/pacegate/pacegate/gateway/control"
+	"github.com/pacegate/pacegate/gateway/metrics"
+	"github.com/pacegate/pacegate/policy"
+	"github.com/pacegate/pacegate/policy/config"
+)
+
+// App is one pacegate process. Its methods are safe for concurrent use.
+type App struct {
+	logger *slog.Logger
+
+	mu  sync.Mutex // guards cfg
+	cfg *config.File
+
+	Table    *policy.Table
+	Pacer    *policy.Pacer
+	Admitter *policy.Admitter
+	Buckets  *consume.Buckets
+	Registry *consume.Registry
+	Pool     *upstream.Pool
+	Backend  consume.Backend
+	Consumer *consume.Consumer
+	Gateway  *gateway.Server
+	Metrics  *metrics.Metrics // Prometheus, on the admin listener
+	Control  *control.Loop    // the closed loop; nil unless control.enabled
+
+	ops    ops // admin listener (ops.go)
+	server *http.Server
+	ln     net.Listener
+	done   chan struct{} // closed when the HTTP server has stopped serving
+}
+
+// Options tune New beyond the config file.
+type Options struct {
+	Logger *slog.Logger
+	// GatewayObserver and ConsumerObserver receive metrics events; nil
+	// means none.
+	GatewayObserver  gateway.Observer
+	ConsumerObserver consume.Observer
+	UpstreamObserver upstream.Observer
+}
+
+// New builds every part of the process from cfg without starting any.
+func New(cfg *config.File, opts Options) (*App, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	quotas, err := policy.NewQuotas(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{logger: logger, cfg: cfg, Registry: &consume.Registry{}, Buckets: consume.NewBuckets(), done: make(chan struct{})}
+	a.Table = policy.NewTable(quotas)
+	a.Pacer = policy.NewPacer(replicaShare(a.Table, replicas(cfg)))
+	a.Admitter = policy.NewAdmitter(a.Table)
+	a.newOps(cfg, &opts)
+	if a.Pool, err = newPool(cfg, logger, opts.UpstreamObserver); err != nil {
+		return nil, err
+	}
+	if a.Backend, err = newBackend(cfg, logger); err != nil {
+		return nil, err
+	}
+	a.Consumer = consume.NewConsumer(consume.ConsumerConfig{
+		Backend: a.Backend, Registry: a.Registry, Pacer: a.Pacer, Upstreams: a.Pool,
+		Buckets: a.Buckets, Observer: opts.ConsumerObserver, Logger: logger,
+	})
+	a.Gateway = gateway.New(gateway.Config{
+		Table: a.Table, Admitter: a.Admitter, Pacer: a.Pacer, Buckets: a.Buckets,
+		Registry: a.Registry, Backend: a.Backend, Pool: a.Pool, ReplicaID: replicaID(cfg),
+		Models: cfg.Models, MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		RequestTimeout: cfg.Server.RequestTimeout, Heartbeat: cfg.Server.Heartbeat,
+		Observer: opts.GatewayObserver, Logger: logger,
+	})
+	a.server = &http.Server{
+		Handler:           a.Gateway,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	return a, nil
+}
+
+func newPool(cfg *config.File, logger *slog.Logger, obs upstream.Observer) (*upstream.Pool, error) {
+	ups := make([]upstream.UpstreamConfig, 0, len(cfg.Upstreams))
+	for _, u := range cfg.Upstreams {
+		ups = append(ups, upstream.UpstreamConfig{URL: u.URL, MaxConcurrency: u.MaxConcurrency, Models: u.Models})
+	}
+	return upstream.NewPool(upstream.Config{Upstreams: ups, Logger: logger, Observer: obs})
+}
+
+func newBackend(cfg *config.File, logger *slog.Logger) (consume.Backend, error) {
+	q := cfg.Queue
+	switch q.Backend {
+	case "rocketmq":
+		r := q.RocketMQ
+		b, err := rocketmq.New(rocketmq.Config{Endpoint: r.Endpoint, Topic: r.Topic, Group: r.Group,
+			ReplicaID: r.ReplicaID, InvisibleDuration: r.Invisible, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("queue.rocketmq: %w", err)
+		}
+		return b, nil
+	default:
+		e := q.Embedded
+		return embedded.New(embedded.Config{Workers: e.Workers, MaxMessages: e.MaxMessages,
+			MaxBytes: e.MaxBytes, IdleTTL: e.IdleTTL, Logger: logger}), nil
+	}
+}
+
+func replicas(cfg *config.File) int {
+	if cfg.Queue.Backend == "rocketmq" && cfg.Queue.RocketMQ.Replicas > 1 {
+		return cfg.Queue.RocketMQ.Replicas
+	}
+	return 1
+}
+
+func replicaID(cfg *config.File) string {
+	if cfg.Queue.Backend == "rocketmq" {
+		return cfg.Queue.RocketMQ.ReplicaID
+	}
+	return ""
+}
+
+// Start listens on the configured address and starts the pool prober, the
+// consumer and the HTTP server. It returns once the gateway accepts
+// connections.
+func (a *App) Start(ctx context.Context) error {
+	if err := a.Pool.Start(ctx); err != nil {
+		return fmt.Errorf("upstreams: %w", err)
+	}
+	if err := a.Backend.Start(a.Consumer.Handle); err != nil {
+		a.Pool.Close()
+		return fmt.Errorf("queue: %w", err)
+	}
+	ln, err := net.Listen("tcp", a.config().Listen)
+	if err != nil {
+		a.stopQueue(context.Background())
+		a.Pool.Close()
+		return err
+	}
+	a.ln = ln
+	go func() {
+		defer close(a.done)
+		if err := a.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.logger.Error("http server stopped", "err", err)
+		}
+	}()
+	a.logger.Info("pacegate listening", "addr", ln.Addr().String(), "queue", a.config().Queue.Backend)
+	if err := a.startOps(ctx); err != nil {
+		_ = a.Shutdown(context.WithoutCancel(ctx), 0)
+		return fmt.Errorf("admin: %w", err)
+	}
+	return nil
+}
+
+// Addr is the address the gateway listens on (after Start).
+func (a *App) Addr() string { return a.ln.Addr().String() }
+
+// URL is the gateway's base URL (after Start).
+func (a *App) URL() string { return "http://" + a.Addr() }
+
+// Shutdown stops accepting requests, lets those in flight finish for up to
+// grace, ends the rest with an explicit error, then stops the queue and the
+// pool. It logs what was cut.
+func (a *App) Shutdown(ctx context.Context, grace time.Duration) error {
+	a.Gateway.Drain()
+	graceCtx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	err := a.server.Shutdown(graceCtx)
+	if err != nil {
+		cut := a.Registry.Len()
+		a.logger.Warn("shutdown grace period over; ending requests still in flight", "grace", grace, "requests", cut)
+		a.Gateway.Cut()
+		finalCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		err = a.server.Shutdown(finalCtx)
+	}
+	a.stopQueue(ctx)
+	a.Pool.Close()
+	a.stopOps(ctx)
+	return err
+}
+
+func (a *App) stopQueue(ctx context.Context) {
+	left, err := a.Backend.Close(ctx)
+	if err != nil {
+		a.logger.Warn("queue close", "err", err)
+	}
+	if n := len(left.IDs); n > 0 {
+		a.logger.Warn("queue closed with requests still queued", "count", n)
+	}
+	if err := a.Consumer.Close(ctx); err != nil {
+		a.logger.Warn("consumer close", "err", err)
+	}
+}
+
+func (a *App) config() *config.File {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg
+}
+
+// Reload swaps in a new config's tenants, keys and quotas without touching
+// queued requests. Listener, upstream and queue settings need a restart;
+// Reload logs when they changed.
+func (a *App) Reload(cfg *config.File) error {
+	quotas, err := policy.NewQuotas(cfg)
+	if err != nil {
+		return err
+	}
+	a.Table.Reload(quotas)
+	a.mu.Lock()
+	old := a.cfg
+	a.cfg = cfg
+	a.mu.Unlock()
+	if old.Listen != cfg.Listen || old.Queue.Backend != cfg.Queue.Backend {
+		a.logger.Warn("config reload: listen and queue settings take effect only after a restart")
+	}
+	a.logger.Info("config reloaded", "tenants", len(cfg.Tenants))
+	return nil
+}

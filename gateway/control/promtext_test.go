@@ -1,0 +1,70 @@
+package control
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const vllmMetrics = `# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="meta-llama/Llama-3-8B"} 3.0
+vllm:num_requests_running{engine="1",model_name="meta-llama/Llama-3-8B"} 2.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="meta-llama/Llama-3-8B"} 7.0
+vllm:num_requests_waiting{engine="1",model_name="meta-llama/Llama-3-8B"} 5.0
+vllm:num_requests_waiting{model_name="odd \"name\"\\x", engine="0"} 1e1 1712345678000
+vllm:num_requests_waiting_by_reason{model_name="meta-llama/Llama-3-8B",reason="capacity"} 99
+vllm:kv_cache_usage_perc{engine="0",model_name="meta-llama/Llama-3-8B"} 0.25
+vllm:kv_cache_usage_perc{engine="1",model_name="meta-llama/Llama-3-8B"} 0.75
+vllm:num_requests_waiting{engine="0"} 42
+vllm:time_to_first_token_seconds_bucket{le="0.001",model_name="meta-llama/Llama-3-8B"} 0.0
+`
+
+func TestParseGauges(t *testing.T) {
+	got, err := parseGauges(strings.NewReader(vllmMetrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Gauges{
+		"meta-llama/Llama-3-8B": {Waiting: 12, Running: 5, KVCache: 0.75},
+		`odd "name"\x`:          {Waiting: 10},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseGauges = %#v\nwant %#v", got, want)
+	}
+}
+
+func TestParseGaugesErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`vllm:num_requests_waiting{model_name="m"} x`, `metrics line 1: vllm:num_requests_waiting: value: strconv.ParseFloat: parsing "x": invalid syntax`},
+		{"# c\nvllm:num_requests_running{model_name=\"m} 1", "metrics line 2: vllm:num_requests_running: unterminated label value"},
+		{`vllm:kv_cache_usage_perc{model_name=m} 1`, `metrics line 1: vllm:kv_cache_usage_perc: malformed label in "model_name=m} 1"`},
+		{`vllm:kv_cache_usage_perc{model_name="m"}`, "metrics line 1: vllm:kv_cache_usage_perc: want `value [timestamp]`, got \"\""},
+	} {
+		_, err := parseGauges(strings.NewReader(tc.in))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("parseGauges(%q) error = %v, want %s", tc.in, err, tc.want)
+		}
+	}
+}
+
+func FuzzParseGauges(f *testing.F) {
+	f.Add(vllmMetrics)
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = parseGauges(strings.NewReader(s)) // must not panic
+	})
+}
+
+func TestMetricsURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://h:8000":     "http://h:8000/metrics",
+		"http://h:8000/":    "http://h:8000/metrics",
+		"http://h:8000/v1":  "http://h:8000/metrics",
+		"http://h:8000/v1/": "http://h:8000/metrics",
+	} {
+		if got := metricsURL(in); got != want {
+			t.Errorf("metricsURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const chatBody = `{"model":"sim-model","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`
+const streamBody = `{"model":"sim-model","stream":true,"max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`
+
+// A tenant over its pace is queued, not rejected, and its requests reach
+// the model spaced at its rate.
+func TestOverPaceIsQueuedAndSpaced(t *testing.T) {
+	sim := newSim(t, fastSim())
+	s := startStack(t, `
+defaults: {rate: 10, backlog: 100, max_wait: 10s}
+`+tenantsYAML, sim)
+	const n = 6
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	for i := range n {
+		wg.Go(func() {
+			resp := s.post(t.Context(), "/v1/chat/completions", "sk-alice", chatBody)
+			readAll(t, resp.Body)
+			statuses[i] = resp.StatusCode
+		})
+	}
+	wg.Wait()
+	for i, st := range statuses {
+		if st != http.StatusOK {
+			t.Errorf("request %d: status %d, want 200 (queued, not rejected)", i, st)
+		}
+	}
+	arr := sim.Arrivals()
+	if len(arr) != n {
+		t.Fatalf("%d requests reached the model, want %d", len(arr), n)
+	}
+	// Releases may be late but never early: the i-th is at least i
+	// intervals after the first (a small allowance for clock reads).
+	interval := 100 * time.Millisecond
+	for i := 1; i < n; i++ {
+		if d := arr[i].at.Sub(arr[0].at); d < time.Duration(i)*interval-5*time.Millisecond {
+			t.Errorf("release %d came %s after the first, want >= %s", i, d, time.Duration(i)*interval)
+		}
+	}
+}
+
+var queuedComment = regexp.MustCompile(`^: queued position=(\d+) eta_ms=(\d+)$`)
+
+// While a streamed request waits in its bucket the client sees where it
+// stands.
+func TestQueuedCommentsWhileWaiting(t *testing.T) {
+	sim := newSim(t, fastSim())
+	s := startStack(t, `
+server: {heartbeat: 20ms}
+defaults: {rate: 2, backlog: 100, max_wait: 10s}
+`+tenantsYAML, sim)
+	first := s.post(t.Context(), "/v1/chat/completions", "sk-alice", chatBody) // takes the slot
+	readAll(t, first.Body)
+	resp := s.post(t.Context(), "/v1/chat/completions", "sk-alice", streamBody)
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type = %q", ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var comments, data []string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, ":"):
+			comments = append(comments, line)
+		case strings.HasPrefix(line, "data: "):
+			data = append(data, strings.TrimPrefix(line, "data: "))
+		}
+	}
+	if len(comments) == 0 {
+		t.Fatal("no queued comments while the request waited about 500 ms")
+	}
+	m := queuedComment.FindStringSubmatch(comments[0])
+	if m == nil || m[1] != "1" {
+		t.Errorf("first comment = %q, want ': queued position=1 eta_ms=N'", comments[0])
+	}
+	if len(data) != 5 || data[len(data)-1] != "[DONE]" {
+		t.Errorf("data events = %q, want role, 2 tokens, finish, [DONE]", data)
+	}
+}
+
+// One tenant floods its bucket; another tenant's request goes straight
+// through.
+func TestIsolationBetweenTenants(t *testing.T) {
+	sim := newSim(t, fastSim())
+	s := startStack(t, `
+defaults: {rate: 1, backlog: 100, max_wait: 60s}
+`+tenantsYAML, sim)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for range 20 {
+		wg.Go(func() {
+			resp, err := http.DefaultClient.Do(newPost(ctx, s.url, "sk-alice", chatBody))
+			if err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+	eventually(t, 5*time.Second, "alice's backlog to build", func() bool {
+		return s.app.Buckets.Backlog(key("alice", "sim-model")) >= 15
+	})
+	start := time.Now()
+	resp := s.post(t.Context(), "/v1/chat/completions", "sk-bob", chatBody)
+	readAll(t, resp.Body)
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("bob: status %d", resp.StatusCode)
+	}
+	// Alice's next release is up to a second away; bob must not wait
+	// behind her queue.
+	if took > 500*time.Millisecond {
+		t.Errorf("bob waited %s behind alice's flood", took)
+	}
+	if b := s.app.Buckets.Backlog(key("alice", "sim-model")); b < 14 {
+		t.Errorf("alice's backlog drained to %d: the test did not measure under load", b)
+	}
+}
+
+func newPost(ctx context.Context, base, key, body string) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	return req
+}

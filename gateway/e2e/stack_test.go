@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
+	"github.com/pacegate/pacegate/gateway/app"
+	"github.com/pacegate/pacegate/policy"
+	"github.com/pacegate/pacegate/policy/config"
+)
+
+// stack is a running pacegate in front of one or more simulated vLLMs.
+type stack struct {
+	t    *testing.T
+	app  *app.App
+	sims []*simServer
+	url  string
+}
+
+// simServer is a vllmsim behind a real loopback socket, with a log of the
+// requests that reached it.
+type simServer struct {
+	*vllmsim.Server
+	url string
+
+	mu       sync.Mutex
+	arrivals []arrival
+}
+
+type arrival struct {
+	id string
+	at time.Time
+}
+
+func (s *simServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		s.mu.Lock()
+		s.arrivals = append(s.arrivals, arrival{id: r.Header.Get("X-Request-Id"), at: time.Now()})
+		s.mu.Unlock()
+	}
+	s.Server.ServeHTTP(w, r)
+}
+
+// Arrivals returns a copy of the generation requests seen so far.
+func (s *simServer) Arrivals() []arrival {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]arrival(nil), s.arrivals...)
+}
+
+func (s *simServer) saw(id string) bool {
+	for _, a := range s.Arrivals() {
+		if a.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+func newSim(t *testing.T, cfg vllmsim.Config) *simServer {
+	t.Helper()
+	if len(cfg.Models) == 0 {
+		cfg.Models = []string{"sim-model"}
+	}
+	s := &simServer{Server: vllmsim.New(cfg)}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	s.url = ts.URL
+	return s
+}
+
+// fastSim answers at once: tests about the gateway, not about latency.
+func fastSim() vllmsim.Config {
+	return vllmsim.Config{TTFT: time.Millisecond, ITL: time.Millisecond}
+}
+
+// tenantsYAML is the tenants part shared by most tests.
+const tenantsYAML = `
+tenants:
+  - id: alice
+    org: wonderland
+    keys: ["sk-alice"]
+  - id: bob
+    org: builders
+    keys: ["sk-bob"]
+`
+
+// startStack runs pacegate with the config body (everything but listen and
+// upstreams) in front of sims.
+func startStack(t *testing.T, body string, sims ...*simServer) *stack {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("listen: \"127.0.0.1:0\"\nupstreams:\n")
+	for _, s := range sims {
+		fmt.Fprintf(&b, "  - url: %q\n", s.url)
+	}
+	b.WriteString(body)
+	cfg, err := config.Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, b.String())
+	}
+	a, err := app.New(cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := a.Start(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = a.Shutdown(context.Background(), 5*time.Second)
+		cancel()
+	})
+	return &stack{t: t, app: a, sims: sims, url: a.URL()}
+}
+
+// post sends a JSON body with key and returns the response.
+func (s *stack) post(ctx context.Context, path, key, body string) *http.Response {
+	s.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+path, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp
+}
+
+func readAll(t *testing.T, r io.ReadCloser) string {
+	t.Helper()
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// eventually polls cond until it holds or the deadline passes. It is for
+// state that changes on another goroutine the test cannot synchronise with
+// (a queue draining in the server).
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func key(tenant, model string) policy.Key { return policy.Key{Tenant: tenant, Model: model} }

@@ -1,0 +1,158 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/upstream"
+	"github.com/pacegate/pacegate/gateway"
+	"github.com/pacegate/pacegate/policy"
+)
+
+// The observer interfaces Metrics must satisfy.
+var (
+	_ gateway.Observer  = (*Metrics)(nil)
+	_ consume.Observer  = (*Metrics)(nil)
+	_ upstream.Observer = (*Metrics)(nil)
+)
+
+// scrape returns the exposition lines starting with one of the prefixes,
+// in the registry's (sorted) order.
+func scrape(t testing.TB, m *Metrics, prefixes ...string) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	b, _ := io.ReadAll(rec.Body)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(line, p) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestEventMetrics(t *testing.T) {
+	m := New(Config{MaxTenants: 2, MaxModels: 1})
+	m.Request("a", "m1", "ok")
+	m.Request("a", "m1", "ok")
+	m.Request("b", "m1", "rejected")
+	m.Request("c", "m1", "ok") // third tenant: folded
+	m.Request("d", "m3", "ok") // second model: folded too
+	m.Rejected("b", "m1", "RPM_LIMIT")
+	m.QueueWait("a", "m1", 300*time.Millisecond)
+	m.TTFT("a", "m1", 2*time.Second)
+	k := policy.Key{Tenant: "a", Model: "m1"}
+	m.Released(k, time.Second)
+	m.Suspended(k, time.Second, "pace")
+	m.Dropped(k, "client_gone")
+	m.Panicked(k)
+	m.Result("http://u1", 200, nil)
+	m.Result("http://u1", 0, errors.New("refused"))
+	m.Result("http://u1", 200, errors.New("stream broke"))
+	want := `pacegate_consumer_panics_total{model="m1"} 1
+pacegate_dropped_total{model="m1",reason="client_gone"} 1
+pacegate_queue_wait_seconds_bucket{model="m1",le="0.25"} 0
+pacegate_queue_wait_seconds_bucket{model="m1",le="0.5"} 1
+pacegate_queue_wait_seconds_sum{model="m1"} 0.3
+pacegate_queue_wait_seconds_count{model="m1"} 1
+pacegate_rejected_total{model="m1",reason="RPM_LIMIT",tenant="b"} 1
+pacegate_released_total{model="m1"} 1
+pacegate_requests_total{model="_other",outcome="ok",tenant="_other"} 1
+pacegate_requests_total{model="m1",outcome="ok",tenant="_other"} 1
+pacegate_requests_total{model="m1",outcome="ok",tenant="a"} 2
+pacegate_requests_total{model="m1",outcome="rejected",tenant="b"} 1
+pacegate_suspends_total{model="m1",reason="pace"} 1
+pacegate_time_to_first_token_seconds_bucket{model="m1",le="2.5"} 1
+pacegate_time_to_first_token_seconds_count{model="m1"} 1
+pacegate_upstream_errors_total{upstream="http://u1"} 2
+pacegate_upstream_responses_total{code="200",upstream="http://u1"} 2`
+	got := scrape(t, m, "pacegate_consumer", "pacegate_dropped", "pacegate_queue_wait_seconds_bucket{model=\"m1\",le=\"0.25\"}",
+		"pacegate_queue_wait_seconds_bucket{model=\"m1\",le=\"0.5\"}", "pacegate_queue_wait_seconds_sum", "pacegate_queue_wait_seconds_count",
+		"pacegate_rejected", "pacegate_released", "pacegate_requests", "pacegate_suspends",
+		"pacegate_time_to_first_token_seconds_bucket{model=\"m1\",le=\"2.5\"}", "pacegate_time_to_first_token_seconds_count",
+		"pacegate_upstream_")
+	if got != want {
+		t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+type fakeUpstreams []upstream.UpstreamStat
+
+func (f fakeUpstreams) Stats() []upstream.UpstreamStat { return f }
+
+func TestStateMetrics(t *testing.T) {
+	buckets := consume.NewBuckets()
+	now := time.Now()
+	for i, k := range []policy.Key{{Tenant: "a", Model: "m1"}, {Tenant: "a", Model: "m1"}, {Tenant: "a", Model: "m1"}, {Tenant: "b", Model: "m1"}, {Tenant: "b", Model: "m1"}, {Tenant: "c", Model: "m2"}, {Tenant: "d", Model: "m1"}} {
+		buckets.Enqueue(k, now.Add(-time.Duration(10-i)*time.Second))
+	}
+	buckets.MarkSuspended(policy.Key{Tenant: "b", Model: "m1"}, now.Add(time.Hour))
+	table := policy.NewTable(mustQuotas(t))
+	pacer := policy.NewPacer(table)
+	pacer.SetColumnFactor("m2", 0.5)
+	pacer.SetGlobalFactor(2)
+	m := New(Config{TopK: 2, Buckets: buckets, Factors: pacer, Models: func() []string { return []string{"m1", "m2"} },
+		Upstreams: fakeUpstreams{{URL: "http://u1", InFlight: 3, MaxConcurrency: 8, Healthy: true}, {URL: "http://u2", MaxConcurrency: 4}}})
+	got := scrape(t, m, "pacegate_bucket_backlog", "pacegate_bucket_released", "pacegate_bucket_suspends", "pacegate_model_",
+		"pacegate_upstream_", "pacegate_global", "pacegate_column")
+	got = dropOldestWait(got)
+	want := `pacegate_bucket_backlog{model="m1",tenant="a"} 3
+pacegate_bucket_backlog{model="m1",tenant="b"} 2
+pacegate_bucket_released_total{model="m1",tenant="a"} 0
+pacegate_bucket_released_total{model="m1",tenant="b"} 0
+pacegate_bucket_suspends_total{model="m1",tenant="a"} 0
+pacegate_bucket_suspends_total{model="m1",tenant="b"} 1
+pacegate_column_factor{model="m1"} 1
+pacegate_column_factor{model="m2"} 0.5
+pacegate_global_factor 2
+pacegate_model_backlog{model="m1"} 6
+pacegate_model_backlog{model="m2"} 1
+pacegate_model_buckets{model="m1",state="queued"} 2
+pacegate_model_buckets{model="m1",state="suspended"} 1
+pacegate_model_buckets{model="m2",state="queued"} 1
+pacegate_model_buckets{model="m2",state="suspended"} 0
+pacegate_upstream_healthy{upstream="http://u1"} 1
+pacegate_upstream_healthy{upstream="http://u2"} 0
+pacegate_upstream_in_flight{upstream="http://u1"} 3
+pacegate_upstream_in_flight{upstream="http://u2"} 0
+pacegate_upstream_max_concurrency{upstream="http://u1"} 8
+pacegate_upstream_max_concurrency{upstream="http://u2"} 4`
+	if got != want {
+		t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
+	}
+	oldest := scrape(t, m, "pacegate_model_oldest_wait_seconds{model=\"m1\"}")
+	var v float64
+	if _, err := fmt.Sscanf(oldest, `pacegate_model_oldest_wait_seconds{model="m1"} %g`, &v); err != nil || v < 10 || v > 70 {
+		t.Fatalf("oldest wait of m1 = %q, want about 10s", oldest)
+	}
+}
+
+func dropOldestWait(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.Contains(l, "oldest_wait") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func mustQuotas(t testing.TB) *policy.Quotas {
+	t.Helper()
+	f := new(configFile)
+	q, err := f.quotas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}

@@ -1,0 +1,152 @@
+package metrics
+
+import (
+	"math"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/upstream"
+)
+
+// BucketSource lists buckets (implemented by *consume.Buckets).
+type BucketSource interface {
+	List(q consume.ListQuery) ([]consume.BucketStat, int)
+}
+
+// UpstreamSource reports the pool (implemented by *upstream.Pool).
+type UpstreamSource interface {
+	Stats() []upstream.UpstreamStat
+}
+
+// FactorSource reports pacing factors (implemented by *policy.Pacer).
+type FactorSource interface {
+	GlobalFactor() float64
+	ColumnFactor(model string) float64
+}
+
+var (
+	descBucketBacklog  = desc("pacegate_bucket_backlog", "Queued requests of the top-K buckets by backlog.", "tenant", "model")
+	descBucketOldest   = desc("pacegate_bucket_oldest_wait_seconds", "Age of the oldest queued request of the top-K buckets.", "tenant", "model")
+	descBucketReleased = desc("pacegate_bucket_released_total", "Requests released by the top-K buckets (series come and go with the top K).", "tenant", "model")
+	descBucketSuspends = desc("pacegate_bucket_suspends_total", "Suspensions of the top-K buckets (series come and go with the top K).", "tenant", "model")
+	descModelBacklog   = desc("pacegate_model_backlog", "Queued requests over all buckets of a model.", "model")
+	descModelBuckets   = desc("pacegate_model_buckets", "Buckets of a model with a backlog, by state (queued, suspended).", "model", "state")
+	descModelOldest    = desc("pacegate_model_oldest_wait_seconds", "Age of the oldest queued request of a model.", "model")
+	descInFlight       = desc("pacegate_upstream_in_flight", "Requests in flight to an upstream.", "upstream")
+	descMaxConc        = desc("pacegate_upstream_max_concurrency", "Concurrency limit of an upstream.", "upstream")
+	descHealthy        = desc("pacegate_upstream_healthy", "1 when the upstream is healthy, 0 while it is marked down.", "upstream")
+	descGlobalFactor   = desc("pacegate_global_factor", "Global pacing factor (1 = configured rates).")
+	descColumnFactor   = desc("pacegate_column_factor", "Pacing factor of a model's column of buckets.", "model")
+)
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// stateCollector reads state at scrape time. Its cost is one pass over
+// the non-empty buckets, whatever their number; its output is bounded by
+// TopK buckets plus a few series per model and per upstream.
+type stateCollector struct {
+	cfg    Config
+	models *labelSet
+	now    func() time.Time // time.Now; a field for tests
+}
+
+// Describe implements [prometheus.Collector].
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descBucketBacklog, descBucketOldest, descBucketReleased, descBucketSuspends,
+		descModelBacklog, descModelBuckets, descModelOldest, descInFlight, descMaxConc, descHealthy,
+		descGlobalFactor, descColumnFactor} {
+		ch <- d
+	}
+}
+
+// Collect implements [prometheus.Collector].
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	if c.now != nil {
+		now = c.now()
+	}
+	if c.cfg.Buckets != nil {
+		c.collectBuckets(ch, now)
+	}
+	if c.cfg.Upstreams != nil {
+		c.collectUpstreams(ch)
+	}
+	if c.cfg.Factors != nil {
+		c.collectFactors(ch)
+	}
+}
+
+type modelAgg struct {
+	backlog          float64
+	queued, suspends float64
+	oldest           float64
+}
+
+func (c *stateCollector) collectBuckets(ch chan<- prometheus.Metric, now time.Time) {
+	items, _ := c.cfg.Buckets.List(consume.ListQuery{NonEmpty: true, Limit: math.MaxInt32})
+	aggs := map[string]*modelAgg{}
+	for i, st := range items { // largest backlog first
+		wait := 0.0
+		if !st.Oldest.IsZero() {
+			wait = max(0, now.Sub(st.Oldest).Seconds())
+		}
+		if i < c.cfg.TopK {
+			t, m := st.Key.Tenant, st.Key.Model
+			ch <- prometheus.MustNewConstMetric(descBucketBacklog, prometheus.GaugeValue, float64(st.Backlog), t, m)
+			ch <- prometheus.MustNewConstMetric(descBucketOldest, prometheus.GaugeValue, wait, t, m)
+			ch <- prometheus.MustNewConstMetric(descBucketReleased, prometheus.CounterValue, float64(st.Released), t, m)
+			ch <- prometheus.MustNewConstMetric(descBucketSuspends, prometheus.CounterValue, float64(st.Suspends), t, m)
+		}
+		model := c.models.value(st.Key.Model)
+		a := aggs[model]
+		if a == nil {
+			a = &modelAgg{}
+			aggs[model] = a
+		}
+		a.backlog += float64(st.Backlog)
+		a.oldest = max(a.oldest, wait)
+		if st.State == consume.StateSuspended {
+			a.suspends++
+		} else {
+			a.queued++
+		}
+	}
+	for m, a := range aggs {
+		ch <- prometheus.MustNewConstMetric(descModelBacklog, prometheus.GaugeValue, a.backlog, m)
+		ch <- prometheus.MustNewConstMetric(descModelOldest, prometheus.GaugeValue, a.oldest, m)
+		ch <- prometheus.MustNewConstMetric(descModelBuckets, prometheus.GaugeValue, a.queued, m, consume.StateQueued)
+		ch <- prometheus.MustNewConstMetric(descModelBuckets, prometheus.GaugeValue, a.suspends, m, consume.StateSuspended)
+	}
+}
+
+func (c *stateCollector) collectUpstreams(ch chan<- prometheus.Metric) {
+	for _, u := range c.cfg.Upstreams.Stats() {
+		healthy := 0.0
+		if u.Healthy {
+			healthy = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(u.InFlight), u.URL)
+		ch <- prometheus.MustNewConstMetric(descMaxConc, prometheus.GaugeValue, float64(u.MaxConcurrency), u.URL)
+		ch <- prometheus.MustNewConstMetric(descHealthy, prometheus.GaugeValue, healthy, u.URL)
+	}
+}
+
+func (c *stateCollector) collectFactors(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(descGlobalFactor, prometheus.GaugeValue, c.cfg.Factors.GlobalFactor())
+	if c.cfg.Models == nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, m := range c.cfg.Models() {
+		l := c.models.value(m)
+		if seen[l] || l == OtherLabel { // a folded model's factor would mislead
+			continue
+		}
+		seen[l] = true
+		ch <- prometheus.MustNewConstMetric(descColumnFactor, prometheus.GaugeValue, c.cfg.Factors.ColumnFactor(m), l)
+	}
+}

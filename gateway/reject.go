@@ -1,0 +1,49 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// reject answers 429 for x and reports it.
+func (s *Server) reject(w http.ResponseWriter, x *exchange, reason string, retryAfter time.Duration, e *APIError) {
+	e.RetryAfter = retryAfter
+	s.cfg.Observer.Rejected(x.key.Tenant, x.key.Model, reason)
+	s.finish(x, OutcomeRejected)
+	writeError(w, e)
+}
+
+// rateLimitError is the OpenAI-shaped body of a cap denial.
+func rateLimitError(x *exchange) *APIError {
+	a := x.adm
+	w := a.Requests
+	unit := "requests per min (RPM)"
+	if a.Reason.Kind() == "tokens" {
+		w, unit = a.Tokens, "tokens per min (TPM)"
+	}
+	scope := "tenant " + x.key.Tenant
+	if len(a.Reason) > 4 && a.Reason[:4] == "ORG_" {
+		scope = "organization " + x.tenant.Org
+	}
+	msg := fmt.Sprintf("Rate limit reached for %s in %s on %s", x.key.Model, scope, unit)
+	if a.Reason == "BURST_LIMIT" {
+		msg = fmt.Sprintf("Rate limit reached for %s in %s: too many requests at once (burst)", x.key.Model, scope)
+	} else if w.Limit > 0 {
+		msg += fmt.Sprintf(": Limit %d, Remaining %d", w.Limit, max(w.Remaining, 0))
+	}
+	msg += fmt.Sprintf(". Please try again in %s.", a.RetryAfter.Round(time.Millisecond))
+	return &APIError{Status: http.StatusTooManyRequests, Message: msg, Type: a.Reason.Kind(), Code: "rate_limit_exceeded"}
+}
+
+// queueError is the body of a 429 from the queue rather than a cap.
+func queueError(x *exchange, why string) *APIError {
+	return &APIError{Status: http.StatusTooManyRequests, Type: "requests", Code: "queue_full",
+		Message: fmt.Sprintf("Request queue full for %s in tenant %s: %s.", x.key.Model, x.key.Tenant, why)}
+}
+
+func queueFull(x *exchange, limit int, retryAfter time.Duration) *APIError {
+	e := queueError(x, fmt.Sprintf("the bucket already holds its limit of %d queued requests", limit))
+	e.RetryAfter = retryAfter
+	return e
+}

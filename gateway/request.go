@@ -1,0 +1,189 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"unicode/utf8"
+)
+
+// endpoint is one of the two generation routes.
+type endpoint struct {
+	path      string // upstream path
+	inputName string // "messages" or "prompt": what the request must carry
+}
+
+var (
+	chatEndpoint       = endpoint{path: "/v1/chat/completions", inputName: "messages"}
+	completionEndpoint = endpoint{path: "/v1/completions", inputName: "prompt"}
+)
+
+// genRequest is what the gateway needs to know about a generation request.
+// The body itself is forwarded with every field the client sent.
+type genRequest struct {
+	Model        string
+	Stream       bool
+	WantsUsage   bool  // the client asked for the usage chunk itself
+	MaxTokens    int64 // 0 when the client set none
+	PromptTokens int64 // estimate, for the TPM reservation
+	Body         []byte
+	Path         string // upstream path
+}
+
+// maxModelNameBytes bounds the model name, which ends up in queue names,
+// metric labels and logs.
+const maxModelNameBytes = 256
+
+// readBody enforces the content type and the size limit.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *APIError) {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return nil, &APIError{Status: http.StatusUnsupportedMediaType,
+			Message: "Content-Type must be application/json, got " + quoteOrEmpty(ct),
+			Type:    "invalid_request_error"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, &APIError{Status: http.StatusRequestEntityTooLarge,
+			Message: "Request body is larger than the limit of " + itoa(tooLarge.Limit) + " bytes.",
+			Type:    "invalid_request_error"}
+	case err != nil:
+		return nil, errInvalidRequest("Could not read the request body.", "")
+	}
+	return body, nil
+}
+
+// parseGenRequest validates the fields the gateway relies on and returns
+// the body to forward: for a streamed request it always asks the upstream
+// for the usage chunk, so that the real tokens can be charged.
+func parseGenRequest(body []byte, ep endpoint) (*genRequest, *APIError) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return nil, errInvalidRequest("We could not parse the JSON body of your request: it must be a JSON object.", "")
+	}
+	req := &genRequest{}
+	if e := decodeModel(fields, req); e != nil {
+		return nil, e
+	}
+	if e := decodeOptional(fields, "stream", &req.Stream); e != nil {
+		return nil, e
+	}
+	if e := decodeLimits(fields, req); e != nil {
+		return nil, e
+	}
+	input, ok := fields[ep.inputName]
+	if !ok || isNull(input) {
+		return nil, errInvalidRequest("Missing required parameter: '"+ep.inputName+"'.", ep.inputName)
+	}
+	req.PromptTokens = estimateTokens(input)
+	if req.Stream {
+		if e := forceUsage(fields, req); e != nil {
+			return nil, e
+		}
+		out, err := json.Marshal(fields)
+		if err != nil {
+			return nil, errInvalidRequest("The request body could not be re-encoded.", "")
+		}
+		body = out
+	}
+	req.Body = body
+	return req, nil
+}
+
+func decodeModel(fields map[string]json.RawMessage, req *genRequest) *APIError {
+	raw, ok := fields["model"]
+	if !ok || isNull(raw) {
+		return errInvalidRequest("Missing required parameter: 'model'.", "model")
+	}
+	if err := json.Unmarshal(raw, &req.Model); err != nil || req.Model == "" {
+		return errInvalidRequest("Invalid value for 'model': expected a non-empty string.", "model")
+	}
+	if len(req.Model) > maxModelNameBytes || !utf8.ValidString(req.Model) || hasControl(req.Model) {
+		return errInvalidRequest("Invalid value for 'model': not a valid model name.", "model")
+	}
+	return nil
+}
+
+func decodeLimits(fields map[string]json.RawMessage, req *genRequest) *APIError {
+	for _, name := range []string{"max_completion_tokens", "max_tokens"} {
+		var n *int64
+		if e := decodeOptional(fields, name, &n); e != nil {
+			return e
+		}
+		if n == nil {
+			continue
+		}
+		if *n < 1 {
+			return errInvalidRequest("Invalid value for '"+name+"': must be at least 1.", name)
+		}
+		if req.MaxTokens == 0 { // max_completion_tokens wins, as in vLLM
+			req.MaxTokens = *n
+		}
+	}
+	return nil
+}
+
+// forceUsage sets stream_options.include_usage=true for the upstream and
+// remembers whether the client asked for it.
+func forceUsage(fields map[string]json.RawMessage, req *genRequest) *APIError {
+	opts := map[string]json.RawMessage{}
+	if raw, ok := fields["stream_options"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &opts); err != nil || opts == nil {
+			return errInvalidRequest("Invalid value for 'stream_options': expected an object.", "stream_options")
+		}
+		var include *bool
+		if e := decodeOptional(opts, "include_usage", &include); e != nil {
+			e.Param = "stream_options.include_usage"
+			return e
+		}
+		req.WantsUsage = include != nil && *include
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	raw, _ := json.Marshal(opts) // a map of raw messages always encodes
+	fields["stream_options"] = raw
+	return nil
+}
+
+// decodeOptional decodes fields[name] into dst when present and not null.
+func decodeOptional(fields map[string]json.RawMessage, name string, dst any) *APIError {
+	raw, ok := fields[name]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return errInvalidRequest("Invalid type for '"+name+"'.", name)
+	}
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// estimateTokens is a cheap upper-leaning estimate of the prompt's tokens
+// (about four bytes of JSON text per token) used only for the TPM
+// reservation; the real count replaces it when the usage arrives.
+func estimateTokens(input json.RawMessage) int64 {
+	return int64(len(input))/4 + 1
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteOrEmpty(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}

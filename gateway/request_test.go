@@ -1,0 +1,129 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestParseGenRequest(t *testing.T) {
+	cases := []struct {
+		name       string
+		ep         endpoint
+		body       string
+		wantErr    string // APIError message; empty = valid
+		wantStream bool
+		wantUsage  bool
+		wantMax    int64
+	}{
+		{name: "chat", ep: chatEndpoint, body: `{"model":"m","messages":[{"role":"user","content":"hi"}]}`},
+		{name: "max_completion_tokens wins", ep: chatEndpoint, body: `{"model":"m","messages":[],"max_tokens":9,"max_completion_tokens":4}`, wantMax: 4},
+		{name: "max_tokens", ep: completionEndpoint, body: `{"model":"m","prompt":"x","max_tokens":7}`, wantMax: 7},
+		{name: "stream", ep: chatEndpoint, body: `{"model":"m","stream":true,"messages":[]}`, wantStream: true},
+		{name: "stream with usage", ep: chatEndpoint, body: `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[]}`, wantStream: true, wantUsage: true},
+		{name: "stream usage false", ep: chatEndpoint, body: `{"model":"m","stream":true,"stream_options":{"include_usage":false},"messages":[]}`, wantStream: true},
+		{name: "null stream", ep: chatEndpoint, body: `{"model":"m","stream":null,"messages":[]}`},
+		{name: "not an object", ep: chatEndpoint, body: `"m"`, wantErr: "We could not parse the JSON body of your request: it must be a JSON object."},
+		{name: "null body", ep: chatEndpoint, body: `null`, wantErr: "We could not parse the JSON body of your request: it must be a JSON object."},
+		{name: "empty model", ep: chatEndpoint, body: `{"model":"","messages":[]}`, wantErr: "Invalid value for 'model': expected a non-empty string."},
+		{name: "control char model", ep: chatEndpoint, body: `{"model":"a\nb","messages":[]}`, wantErr: "Invalid value for 'model': not a valid model name."},
+		{name: "long model", ep: chatEndpoint, body: `{"model":"` + strings.Repeat("m", 257) + `","messages":[]}`, wantErr: "Invalid value for 'model': not a valid model name."},
+		{name: "negative max_tokens", ep: chatEndpoint, body: `{"model":"m","messages":[],"max_tokens":-1}`, wantErr: "Invalid value for 'max_tokens': must be at least 1."},
+		{name: "fractional max_tokens", ep: chatEndpoint, body: `{"model":"m","messages":[],"max_tokens":1.5}`, wantErr: "Invalid type for 'max_tokens'."},
+		{name: "bad stream_options", ep: chatEndpoint, body: `{"model":"m","stream":true,"stream_options":3,"messages":[]}`, wantErr: "Invalid value for 'stream_options': expected an object."},
+		{name: "bad include_usage", ep: chatEndpoint, body: `{"model":"m","stream":true,"stream_options":{"include_usage":"y"},"messages":[]}`, wantErr: "Invalid type for 'include_usage'."},
+		{name: "null messages", ep: chatEndpoint, body: `{"model":"m","messages":null}`, wantErr: "Missing required parameter: 'messages'."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, e := parseGenRequest([]byte(tc.body), tc.ep)
+			if tc.wantErr != "" {
+				if e == nil || e.Message != tc.wantErr || e.Status != http.StatusBadRequest {
+					t.Fatalf("error = %+v, want 400 %q", e, tc.wantErr)
+				}
+				return
+			}
+			if e != nil {
+				t.Fatalf("unexpected error %+v", e)
+			}
+			if req.Stream != tc.wantStream || req.WantsUsage != tc.wantUsage || req.MaxTokens != tc.wantMax {
+				t.Errorf("got stream=%v usage=%v max=%d", req.Stream, req.WantsUsage, req.MaxTokens)
+			}
+		})
+	}
+}
+
+// A streamed request always asks the upstream for usage, and every other
+// field the client sent is forwarded unchanged.
+func TestStreamedBodyAsksForUsageAndKeepsFields(t *testing.T) {
+	req, e := parseGenRequest([]byte(`{"model":"m","stream":true,"temperature":0.5,"stream_options":{"continuous_usage_stats":true},"messages":[{"role":"user","content":"hi"}],"x_vendor":{"a":[1,2]}}`), chatEndpoint)
+	if e != nil {
+		t.Fatal(e)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(req.Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"messages":[{"content":"hi","role":"user"}],"model":"m","stream":true,"stream_options":{"continuous_usage_stats":true,"include_usage":true},"temperature":0.5,"x_vendor":{"a":[1,2]}}`
+	if b, _ := json.Marshal(got); string(b) != want {
+		t.Errorf("forwarded body = %s\nwant %s", b, want)
+	}
+}
+
+// A non-streamed body is forwarded byte for byte.
+func TestNonStreamedBodyIsUntouched(t *testing.T) {
+	in := `{"model":"m",  "messages":[] , "n":2}`
+	req, e := parseGenRequest([]byte(in), chatEndpoint)
+	if e != nil || string(req.Body) != in {
+		t.Fatalf("body = %q, %v; want the input", req.Body, e)
+	}
+}
+
+func FuzzParseGenRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"model":"m","messages":[]}`,
+		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[],"max_tokens":3}`,
+		`{"model":"m","prompt":"x","max_completion_tokens":1}`,
+		`{"model":null}`, `[]`, `{`, `{"model":"\u0000"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, ep := range []endpoint{chatEndpoint, completionEndpoint} {
+			req, e := parseGenRequest(body, ep)
+			if e != nil {
+				if e.Status != http.StatusBadRequest || e.Message == "" {
+					t.Fatalf("bad error %+v", e)
+				}
+				continue
+			}
+			if req.Model == "" || !json.Valid(req.Body) {
+				t.Fatalf("accepted request with model %q body %q", req.Model, req.Body)
+			}
+			if req.Stream && !strings.Contains(string(req.Body), `"include_usage":true`) {
+				t.Fatalf("streamed body does not ask for usage: %s", req.Body)
+			}
+		}
+	})
+}
+
+func TestUsageOfChunk(t *testing.T) {
+	cases := []struct {
+		data      string
+		total     int64
+		usageOnly bool
+	}{
+		{`{"choices":[{"index":0,"delta":{"content":"x"}}]}`, -1, false},
+		{`{"choices":[],"usage":{"prompt_tokens":6,"total_tokens":11,"completion_tokens":5}}`, 11, true},
+		{`{"choices":[{"index":0,"delta":{}}],"usage":{"total_tokens":3}}`, 3, false},
+		{`{"choices":[{"delta":{"content":"\"usage\""}}],"usage":null}`, -1, false},
+		{`{"error":{"message":"x"}}`, -1, false},
+	}
+	for _, tc := range cases {
+		total, only := usageOfChunk([]byte(tc.data))
+		if total != tc.total || only != tc.usageOnly {
+			t.Errorf("usageOfChunk(%s) = %d, %v; want %d, %v", tc.data, total, only, tc.total, tc.usageOnly)
+		}
+	}
+}

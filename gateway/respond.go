@@ -1,0 +1,182 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/sse"
+)
+
+// respond waits for the consumer's events and writes the response. It
+// returns the request's outcome.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, x *exchange) string {
+	if x.req.Stream {
+		return s.respondStream(w, r, x)
+	}
+	return s.respondJSON(w, r, x)
+}
+
+// respondJSON serves a non-streamed request: nothing can be sent while it
+// waits, so the client sees one JSON body or one error.
+func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange) string {
+	var status int
+	var header http.Header
+	for {
+		select {
+		case ev := <-x.pending.Events():
+			switch ev.Kind {
+			case consume.EventHeader:
+				status, header = ev.Status, ev.Header
+				s.markFirstByte(x, ev.At)
+			case consume.EventBody:
+				x.usage = usageOfBody(ev.Data)
+				copyContentType(w.Header(), header)
+				w.WriteHeader(status)
+				_, _ = w.Write(ev.Data)
+			case consume.EventError:
+				e := upstreamError(ev.Err)
+				writeError(w, e)
+				return outcomeOfUpstream(e)
+			case consume.EventDone:
+				return OutcomeOK
+			}
+		case <-x.ctx.Done():
+			if r.Context().Err() != nil {
+				return OutcomeClientGone
+			}
+			writeError(w, errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)))
+			return OutcomeTimeout
+		case <-s.cut:
+			writeError(w, errShutdown())
+			return OutcomeUnavailable
+		}
+	}
+}
+
+// respondStream serves a streamed request: upstream SSE events go through
+// unchanged, one flush each, and ": queued" comments keep the connection
+// alive while the request waits in its bucket.
+func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, x *exchange) string {
+	sw := sse.NewWriter(w)
+	heartbeat := time.NewTicker(s.cfg.Heartbeat)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case ev := <-x.pending.Events():
+			if outcome, done := s.streamEvent(w, sw, x, ev); done {
+				return outcome
+			}
+		case <-heartbeat.C:
+			if err := s.queuedComment(sw, x); err != nil {
+				return OutcomeClientGone
+			}
+		case <-x.ctx.Done():
+			if r.Context().Err() != nil {
+				return OutcomeClientGone
+			}
+			s.streamError(w, sw, errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)))
+			return OutcomeTimeout
+		case <-s.cut:
+			s.streamError(w, sw, errShutdown())
+			return OutcomeUnavailable
+		}
+	}
+}
+
+// streamEvent writes one consumer event; done reports the end of the
+// response.
+func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange, ev consume.Event) (outcome string, done bool) {
+	switch ev.Kind {
+	case consume.EventHeader:
+		s.markFirstByte(x, ev.At)
+		if !sw.HeaderWritten() {
+			sw.WriteHeader(http.StatusOK)
+		}
+	case consume.EventChunk:
+		if !s.forwardChunk(x, ev.Data) {
+			return "", false
+		}
+		if err := sw.Data(ev.Data); err != nil {
+			return OutcomeClientGone, true
+		}
+	case consume.EventError:
+		e := upstreamError(ev.Err)
+		s.streamError(w, sw, e)
+		return outcomeOfUpstream(e), true
+	case consume.EventDone:
+		if !sw.HeaderWritten() {
+			sw.WriteHeader(http.StatusOK)
+		}
+		_ = sw.Done()
+		return OutcomeOK, true
+	}
+	return "", false
+}
+
+// forwardChunk records usage and decides whether the client gets the
+// chunk: the usage-only chunk the gateway asked for is dropped unless the
+// client asked for it too.
+func (s *Server) forwardChunk(x *exchange, data []byte) bool {
+	u, usageOnly := usageOfChunk(data)
+	if u >= 0 {
+		x.usage = u
+	}
+	return !usageOnly || x.req.WantsUsage
+}
+
+// streamError ends a stream with an error: as a JSON response while
+// nothing was sent yet, as a data event after that.
+func (s *Server) streamError(w http.ResponseWriter, sw *sse.Writer, e *APIError) {
+	if !sw.HeaderWritten() {
+		writeError(w, e)
+		return
+	}
+	_ = sw.Data(e.MarshalBody())
+}
+
+// queuedComment tells a waiting client where it stands.
+func (s *Server) queuedComment(sw *sse.Writer, x *exchange) error {
+	if x.pending.Dispatched() {
+		return nil
+	}
+	if !sw.HeaderWritten() {
+		sw.WriteHeader(http.StatusOK)
+	}
+	pos := s.cfg.Buckets.Position(x.ticket)
+	eta := time.Duration(0)
+	if rate := s.cfg.Pacer.EffectiveRate(x.key); rate > 0 && pos > 1 {
+		eta = time.Duration(float64(pos-1) / rate * float64(time.Second))
+	}
+	return sw.Comment(fmt.Sprintf("queued position=%d eta_ms=%d", pos, eta.Milliseconds()))
+}
+
+func (s *Server) markFirstByte(x *exchange, at time.Time) {
+	if !x.firstByte.IsZero() {
+		return
+	}
+	x.firstByte = at
+	released := x.pending.ReleasedAt()
+	if !released.IsZero() {
+		x.log.queueWait = released.Sub(x.admitted)
+		s.cfg.Observer.QueueWait(x.key.Tenant, x.key.Model, x.log.queueWait)
+	}
+	x.log.ttft = at.Sub(x.admitted)
+	s.cfg.Observer.TTFT(x.key.Tenant, x.key.Model, x.log.ttft)
+}
+
+func outcomeOfUpstream(e *APIError) string {
+	if e.Status == http.StatusGatewayTimeout {
+		return OutcomeTimeout
+	}
+	return OutcomeUpstreamError
+}
+
+func copyContentType(dst, src http.Header) {
+	if ct := src.Get("Content-Type"); ct != "" {
+		dst.Set("Content-Type", ct)
+		return
+	}
+	dst.Set("Content-Type", "application/json")
+}

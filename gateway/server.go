@@ -1,0 +1,166 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/policy"
+)
+
+// Pool is what the gateway needs from the upstream pool.
+type Pool interface {
+	Models() []string
+	Serves(model string) bool
+	Ready() bool
+}
+
+// Config wires a Server. Every pointer field is required unless it says
+// otherwise.
+type Config struct {
+	Table    *policy.Table
+	Admitter *policy.Admitter
+	Pacer    *policy.Pacer
+	Buckets  *consume.Buckets
+	Registry *consume.Registry
+	Backend  consume.Backend
+	Pool     Pool
+	// ReplicaID goes into LiteTopic names so that several replicas can
+	// share one broker. Empty is fine for a single process.
+	ReplicaID string
+	// Models are served in addition to what the pool discovers.
+	Models []string
+	// MaxBodyBytes bounds a request body. Zero means 8 MiB.
+	MaxBodyBytes int64
+	// RequestTimeout bounds a request from admission to its last byte.
+	// Zero means 120 s.
+	RequestTimeout time.Duration
+	// Heartbeat is the interval of ": queued" comments on a waiting
+	// stream. Zero means 5 s.
+	Heartbeat time.Duration
+	// DefaultCompletionTokens is reserved against the TPM window when a
+	// request sets no max_tokens. Zero means 256.
+	DefaultCompletionTokens int64
+	// Observer receives metrics events. Nil means none.
+	Observer Observer
+	// Logger logs one line per request. Nil means slog.Default().
+	Logger *slog.Logger
+	// NewID makes request ids. Nil means UUIDv4.
+	NewID func() string
+}
+
+// Server is the OpenAI-compatible HTTP handler. It is safe for concurrent
+// use.
+type Server struct {
+	cfg      Config
+	router   chi.Router
+	draining atomic.Bool
+	cut      chan struct{} // closed by Cut
+	cutOnce  sync.Once
+}
+
+// New returns a Server for cfg, with defaults filled in.
+func New(cfg Config) *Server {
+	cfg = withDefaults(cfg)
+	s := &Server{cfg: cfg, cut: make(chan struct{})}
+	s.router = s.routes()
+	return s
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 8 << 20
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 120 * time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 5 * time.Second
+	}
+	if cfg.DefaultCompletionTokens <= 0 {
+		cfg.DefaultCompletionTokens = 256
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = uuid.NewString
+	}
+	return cfg
+}
+
+// ServeHTTP implements [http.Handler].
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// Drain makes the server refuse new generation requests with 503 while the
+// ones in flight finish; /readyz turns false so load balancers move away.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Cut ends every request still in flight with an explicit error (an SSE
+// error event, or a 503 when nothing was sent yet): the end of a shutdown
+// grace period. Their upstream calls are cancelled.
+func (s *Server) Cut() { s.cutOnce.Do(func() { close(s.cut) }) }
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.requestID, s.recoverer, s.accessLog)
+	r.Post(chatEndpoint.path, s.generate(chatEndpoint))
+	r.Post(completionEndpoint.path, s.generate(completionEndpoint))
+	r.Get("/v1/models", s.listModels)
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &APIError{Status: http.StatusNotFound, Message: "Unknown path " + r.URL.Path + ".", Type: "invalid_request_error", Code: "unknown_url"})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &APIError{Status: http.StatusMethodNotAllowed, Message: "Method " + r.Method + " is not allowed on " + r.URL.Path + ".", Type: "invalid_request_error"})
+	})
+	return r
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ok"}`))
+}
+
+// readyz is true when the queue backend works and at least one upstream is
+// usable, and the server is not draining.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	var problems []string
+	if s.draining.Load() {
+		problems = append(problems, "draining")
+	}
+	if err := s.cfg.Backend.Ready(ctx); err != nil {
+		problems = append(problems, "queue: "+err.Error())
+	}
+	if !s.cfg.Pool.Ready() {
+		problems = append(problems, "upstreams: none healthy")
+	}
+	if len(problems) > 0 {
+		writeError(w, errUnavailable("not ready: "+errors.Join(stringErrs(problems)...).Error()))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ready"}`))
+}
+
+func stringErrs(ss []string) []error {
+	out := make([]error, len(ss))
+	for i, s := range ss {
+		out[i] = errors.New(s)
+	}
+	return out
+}

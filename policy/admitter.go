@@ -1,0 +1,237 @@
+package policy
+
+import "time"
+
+// Window is one fixed-window cap as the x-ratelimit-{limit,remaining,
+// reset}-{requests,tokens} headers report it. The zero value means "no
+// cap" (send no headers).
+type Window struct {
+	Limit, Remaining int64
+	Reset            time.Duration
+}
+
+// Ticket records what one admitted request reserved, so that
+// [Admitter.Reconcile] or [Admitter.Refund] can settle it. It is an
+// opaque value; the zero Ticket settles nothing. Settle each ticket
+// exactly once.
+type Ticket struct {
+	key     Key
+	org     string
+	at      time.Time // admission instant (the RPM log entry)
+	win     int64     // the minute the windows were charged in
+	tokens  int64     // tokens reserved
+	charged uint8     // which windows were charged: the charged* bits
+	gw      bool      // the gateway limiter recorded the request
+}
+
+// Admission is the answer to one [Admitter.Admit]; a plain value. The
+// zero value is a denial with no reason.
+type Admission struct {
+	Allowed bool
+	Reason  Reason
+	// RetryAfter is, for a denial, when a retry would pass every check
+	// if nothing else happens meanwhile.
+	RetryAfter time.Duration
+	Requests   Window // the tenant+model RPM window
+	Tokens     Window // the tenant+model TPM window
+	Ticket     Ticket // settle with Reconcile or Refund when Allowed
+}
+
+// AdmitterOption configures an Admitter.
+type AdmitterOption func(*Admitter)
+
+// WithAdmitterClock makes the admitter read time from c instead of
+// [SystemClock].
+func WithAdmitterClock(c Clock) AdmitterOption { return func(a *Admitter) { a.clock = c } }
+
+// Admitter runs the admission checks in order: the org's fixed-minute
+// RPM and TPM windows, the tenant+model fixed-minute RPM and TPM windows
+// (reserving the estimated tokens, so that concurrent requests cannot
+// overshoot), then the [GatewayLimiter] (RPM sliding log, burst bucket of
+// capacity Burst refilled at RPM/60 per second, or at Rate when RPM is
+// 0). A denial refunds the window reservations made before it in the same
+// call; a gateway RPM slot stays counted, as the seed specifies.
+//
+// Admitter is safe for concurrent use and never starts a goroutine. Make
+// it with [NewAdmitter].
+type Admitter struct {
+	table  *Table
+	clock  Clock
+	orgReq *FixedWindow
+	orgTok *FixedWindow
+	req    *FixedWindow
+	tok    *FixedWindow
+	gw     *GatewayLimiter
+}
+
+// NewAdmitter returns an admitter enforcing t's live limits.
+func NewAdmitter(t *Table, opts ...AdmitterOption) *Admitter {
+	a := &Admitter{table: t, clock: SystemClock}
+	for _, o := range opts {
+		o(a)
+	}
+	c := WithClock(a.clock)
+	a.orgReq = newReasonWindow(ReasonOrgRPM, c)
+	a.orgTok = newReasonWindow(ReasonOrgTPM, c)
+	a.req = newReasonWindow(ReasonRPM, c)
+	a.tok = newReasonWindow(ReasonTPM, c)
+	a.gw = NewGatewayLimiter(GatewayParams{}, c)
+	return a
+}
+
+func newReasonWindow(r Reason, c LimiterOption) *FixedWindow {
+	w := NewFixedWindow(time.Minute, 0, c)
+	w.reason = r
+	return w
+}
+
+// check is one fixed-window step of the admission.
+type check struct {
+	w     *FixedWindow
+	k     Key
+	limit int64
+	cost  int64
+}
+
+// Bits of Ticket.charged, one per check in admission order.
+const (
+	chargedOrgReq = 1 << iota
+	chargedOrgTok
+	chargedReq
+	chargedTok
+)
+
+// Admit decides a request of tenant for model with an estimated token
+// cost (prompt plus expected completion; <= 0 reserves nothing).
+func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admission {
+	now := a.clock.Now()
+	k := Key{Tenant: tenant.ID, Model: model}
+	lim := a.table.Limits(k)
+	org := a.table.OrgLimits(tenant.Org)
+	orgKey := Key{Tenant: tenant.Org}
+	est := max(estTokens, 0)
+	checks := [4]check{
+		{a.orgReq, orgKey, org.RPM, 1},
+		{a.orgTok, orgKey, org.TPM, est},
+		{a.req, k, lim.RPM, 1},
+		{a.tok, k, lim.TPM, est},
+	}
+	ad := Admission{Allowed: true, Reason: ReasonOK,
+		Ticket: Ticket{key: k, org: tenant.Org, at: now, win: a.req.Window(now), tokens: est}}
+	for i := range checks {
+		c := &checks[i]
+		if c.limit <= 0 || c.cost <= 0 {
+			continue
+		}
+		d, win := c.w.ReserveAt(now, c.k, c.limit, c.cost)
+		if !d.Allowed {
+			a.settle(now, &ad.Ticket)
+			return a.deny(now, k, lim, &checks, d)
+		}
+		ad.Ticket.charged |= 1 << i
+		ad.Ticket.win = win
+		switch i { // the tenant windows' headers come free with the charge
+		case 2:
+			ad.Requests = Window{Limit: d.Limit, Remaining: d.Remaining, Reset: d.Reset}
+		case 3:
+			ad.Tokens = Window{Limit: d.Limit, Remaining: d.Remaining, Reset: d.Reset}
+		}
+	}
+	if gp := gatewayParams(lim); gp.RPM > 0 || gp.Burst > 0 {
+		d, _ := a.gw.TakeAt(now, k, 1, gp)
+		if !d.Allowed {
+			a.settle(now, &ad.Ticket)
+			return a.deny(now, k, lim, &checks, d)
+		}
+		ad.Ticket.gw = true
+	}
+	if ad.Tokens == (Window{}) && lim.TPM > 0 { // nothing reserved: report usage
+		ad.Tokens = a.window(now, a.tok, k, lim.TPM)
+	}
+	return ad
+}
+
+// gatewayParams maps a bucket's limits to the seed limiter's.
+func gatewayParams(l Limits) GatewayParams {
+	refill := float64(l.RPM) / 60
+	if l.RPM <= 0 {
+		refill = l.Rate // no RPM: the burst refills at the release pace
+	}
+	return GatewayParams{RPM: l.RPM, Burst: l.Burst, Refill: refill}
+}
+
+// deny builds a denial whose RetryAfter is when every check would pass:
+// each check's own wait is exact and only shrinks with time, so the
+// latest of them is the answer.
+func (a *Admitter) deny(now time.Time, k Key, lim Limits, checks *[4]check, d Decision) Admission {
+	wait := d.RetryAfter
+	for _, c := range checks {
+		if c.limit > 0 && c.cost > 0 {
+			wait = max(wait, c.w.WaitAt(now, c.k, c.limit, c.cost))
+		}
+	}
+	if gp := gatewayParams(lim); gp.RPM > 0 || gp.Burst > 0 {
+		wait = max(wait, a.gw.WaitAt(now, k, 1, gp))
+	}
+	return Admission{Reason: d.Reason, RetryAfter: wait,
+		Requests: a.window(now, a.req, k, lim.RPM), Tokens: a.window(now, a.tok, k, lim.TPM)}
+}
+
+// window reports k's usage of w under limit (zero Window for no cap).
+func (a *Admitter) window(now time.Time, w *FixedWindow, k Key, limit int64) Window {
+	if limit <= 0 {
+		return Window{}
+	}
+	used, reset := w.UsageAt(now, k)
+	return Window{Limit: limit, Remaining: max(limit-used, 0), Reset: reset}
+}
+
+// Reconcile charges a request's actual token usage in place of its
+// reservation: in the reservation's window if that is still current,
+// otherwise any excess over the reservation goes to the current window
+// (the old window is gone; the new one pays for what was not reserved).
+func (a *Admitter) Reconcile(t Ticket, actualTokens int64) {
+	now := a.clock.Now()
+	actual := max(actualTokens, 0)
+	for _, c := range []struct {
+		w       *FixedWindow
+		k       Key
+		charged bool
+	}{{a.orgTok, Key{Tenant: t.org}, t.charged&chargedOrgTok != 0}, {a.tok, t.key, t.charged&chargedTok != 0}} {
+		if !c.charged {
+			continue
+		}
+		if !c.w.AdjustAt(now, c.k, t.win, actual-t.tokens) && actual > t.tokens {
+			c.w.AddAt(now, c.k, actual-t.tokens)
+		}
+	}
+}
+
+// Refund gives back everything t reserved (the request never reached the
+// model): its request and tokens in windows that are still current, its
+// gateway RPM slot and its burst token.
+func (a *Admitter) Refund(t Ticket) {
+	now := a.clock.Now()
+	a.settle(now, &t)
+	if t.gw {
+		a.gw.RefundAt(now, t.at, t.key, 1) // RefundAt skips a bucketless key
+	}
+}
+
+// settle gives back the window reservations recorded in t (used on a
+// denial inside Admit, and by Refund).
+func (a *Admitter) settle(now time.Time, t *Ticket) {
+	orgKey := Key{Tenant: t.org}
+	if t.charged&chargedOrgReq != 0 {
+		a.orgReq.AdjustAt(now, orgKey, t.win, -1)
+	}
+	if t.charged&chargedOrgTok != 0 {
+		a.orgTok.AdjustAt(now, orgKey, t.win, -t.tokens)
+	}
+	if t.charged&chargedReq != 0 {
+		a.req.AdjustAt(now, t.key, t.win, -1)
+	}
+	if t.charged&chargedTok != 0 {
+		a.tok.AdjustAt(now, t.key, t.win, -t.tokens)
+	}
+}

@@ -1,0 +1,214 @@
+package policy
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const admitYAML = `
+upstreams: [{url: http://127.0.0.1:8000}]
+defaults: {rate: 100}
+orgs: [{id: corp, rpm: 4, tpm: 100000}]
+tenants:
+  - id: acme
+    org: corp
+    keys: [k1]
+    limits: {rpm: 1000, tpm: 1000}
+    models:
+      burst: {rpm: 60, burst: 2}
+      slow: {rpm: 2}
+  - id: beta
+    org: corp
+    keys: [k2]
+  - id: solo
+    keys: [k3]
+    limits: {rpm: 100, tpm: 500}
+`
+
+func newTestAdmitter(t *testing.T, at time.Time) (*Admitter, *ManualClock, *Table) {
+	t.Helper()
+	clk := NewManualClock(at)
+	tab := NewTable(quotasFrom(t, admitYAML))
+	return NewAdmitter(tab, WithAdmitterClock(clk)), clk, tab
+}
+
+func tenant(t *testing.T, tab *Table, id string) *Tenant {
+	t.Helper()
+	tn, ok := tab.Tenant(id)
+	if !ok {
+		t.Fatalf("no tenant %q", id)
+	}
+	return tn
+}
+
+// assertRetryExact checks that a denial's RetryAfter is exactly when the
+// same call passes: denied 1ns before, admitted at it.
+func assertRetryExact(t *testing.T, a *Admitter, clk *ManualClock, tn *Tenant, model string, est int64, d Admission) {
+	t.Helper()
+	if d.Allowed || d.RetryAfter <= 0 {
+		t.Fatalf("want a denial with RetryAfter, got %+v", d)
+	}
+	clk.Advance(d.RetryAfter - 1)
+	if early := a.Admit(tn, model, est); early.Allowed {
+		t.Fatalf("admitted 1ns before RetryAfter %v", d.RetryAfter)
+	}
+	clk.Advance(1)
+	if at := a.Admit(tn, model, est); !at.Allowed {
+		t.Fatalf("denied at RetryAfter %v: %+v", d.RetryAfter, at)
+	}
+}
+
+func TestAdmitterWindowsAndHeaders(t *testing.T) {
+	a, _, tab := newTestAdmitter(t, t0.Add(15*time.Second))
+	d := a.Admit(tenant(t, tab, "solo"), "m", 200)
+	if !d.Allowed || d.Reason != ReasonOK {
+		t.Fatalf("%+v", d)
+	}
+	if d.Requests != (Window{100, 99, 45 * time.Second}) || d.Tokens != (Window{500, 300, 45 * time.Second}) {
+		t.Fatalf("windows: %+v %+v", d.Requests, d.Tokens)
+	}
+	if d.Ticket.gw != true {
+		t.Fatal("the gateway limiter was not asked")
+	}
+}
+
+func TestAdmitterTPMReservationPreventsOvershoot(t *testing.T) {
+	a, _, tab := newTestAdmitter(t, t0)
+	tn := tenant(t, tab, "solo") // tpm 500, no org
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if a.Admit(tn, "m", 100).Allowed {
+				allowed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if allowed.Load() != 5 {
+		t.Fatalf("%d admitted at 100 tokens each under TPM 500, want 5", allowed.Load())
+	}
+}
+
+func TestAdmitterReconcileAndRefund(t *testing.T) {
+	a, clk, tab := newTestAdmitter(t, t0.Add(50*time.Second))
+	tn := tenant(t, tab, "solo")
+	k := Key{"solo", "m"}
+	used := func() int64 { c, _ := a.tok.UsageAt(clk.Now(), k); return c }
+
+	d := a.Admit(tn, "m", 300)
+	a.Reconcile(d.Ticket, 100) // same window: charge 100 instead of 300
+	if used() != 100 {
+		t.Fatalf("after reconcile in window: %d, want 100", used())
+	}
+	d = a.Admit(tn, "m", 300)
+	clk.Advance(15 * time.Second) // next minute
+	a.Reconcile(d.Ticket, 500)    // the excess over the reservation lands in the new window
+	if used() != 200 {
+		t.Fatalf("after reconcile across windows: %d, want 200", used())
+	}
+
+	d = a.Admit(tn, "m", 250)
+	a.Refund(d.Ticket)
+	if used() != 200 {
+		t.Fatalf("after refund: %d, want 200", used())
+	}
+	if c, _ := a.req.UsageAt(clk.Now(), k); c != 0 {
+		t.Fatalf("requests after refund: %d, want 0", c)
+	}
+}
+
+func TestAdmitterRefundReturnsBurstAndRPMSlot(t *testing.T) {
+	a, _, tab := newTestAdmitter(t, t0)
+	tn := tenant(t, tab, "acme")
+	first := a.Admit(tn, "burst", 0) // no tokens: the org TPM window is not touched
+	if !first.Allowed || !a.Admit(tn, "burst", 0).Allowed {
+		t.Fatal("burst of 2 not admitted")
+	}
+	if a.Admit(tn, "burst", 0).Allowed {
+		t.Fatal("third admitted with burst 2")
+	}
+	a.Refund(first.Ticket)
+	if d := a.Admit(tn, "burst", 0); !d.Allowed {
+		t.Fatalf("refunded burst token not reusable: %+v", d)
+	}
+}
+
+func TestAdmitterOrgCapBindsTenants(t *testing.T) {
+	a, clk, tab := newTestAdmitter(t, t0.Add(20*time.Second))
+	acme, beta := tenant(t, tab, "acme"), tenant(t, tab, "beta")
+	for i, tn := range []*Tenant{acme, beta, acme, beta} {
+		if d := a.Admit(tn, "m", 10); !d.Allowed {
+			t.Fatalf("request %d denied: %+v", i, d)
+		}
+	}
+	d := a.Admit(beta, "m", 10)
+	if d.Reason != ReasonOrgRPM || d.Reason.Kind() != "requests" || d.RetryAfter != 40*time.Second {
+		t.Fatalf("5th request of org with rpm 4: %+v", d)
+	}
+	assertRetryExact(t, a, clk, acme, "m", 10, d)
+}
+
+func TestAdmitterDenialRefundsEarlierReservations(t *testing.T) {
+	a, clk, tab := newTestAdmitter(t, t0)
+	tn := tenant(t, tab, "acme")
+	orgKey := Key{Tenant: "corp"}
+	// 2000 tokens exceed the whole TPM of 1000: let in alone into the
+	// empty window, which is now over its cap.
+	if d := a.Admit(tn, "m", 2000); !d.Allowed {
+		t.Fatalf("oversized first request: %+v", d)
+	}
+	before, _ := a.orgTok.UsageAt(clk.Now(), orgKey)
+	reqBefore, _ := a.orgReq.UsageAt(clk.Now(), orgKey)
+	d := a.Admit(tn, "m", 10)
+	if d.Reason != ReasonTPM || d.Reason.Kind() != "tokens" {
+		t.Fatalf("want TPM_LIMIT, got %+v", d)
+	}
+	after, _ := a.orgTok.UsageAt(clk.Now(), orgKey)
+	reqAfter, _ := a.orgReq.UsageAt(clk.Now(), orgKey)
+	if after != before || reqAfter != reqBefore {
+		t.Fatalf("org windows kept a denied request's reservation: tokens %d->%d, requests %d->%d",
+			before, after, reqBefore, reqAfter)
+	}
+}
+
+func TestAdmitterRetryAfterExact(t *testing.T) {
+	t.Run("burst", func(t *testing.T) {
+		a, clk, tab := newTestAdmitter(t, t0.Add(5*time.Second))
+		tn := tenant(t, tab, "acme")
+		a.Admit(tn, "burst", 1)
+		a.Admit(tn, "burst", 1)
+		d := a.Admit(tn, "burst", 1)
+		if d.Reason != ReasonBurst || d.RetryAfter != time.Second { // 60 rpm refills one per second
+			t.Fatalf("%+v", d)
+		}
+		assertRetryExact(t, a, clk, tn, "burst", 1, d)
+	})
+	t.Run("tpm", func(t *testing.T) {
+		a, clk, tab := newTestAdmitter(t, t0.Add(5*time.Second))
+		tn := tenant(t, tab, "solo")
+		a.Admit(tn, "m", 450)
+		d := a.Admit(tn, "m", 100)
+		if d.Reason != ReasonTPM || d.RetryAfter != 55*time.Second {
+			t.Fatalf("%+v", d)
+		}
+		assertRetryExact(t, a, clk, tn, "m", 100, d)
+	})
+	t.Run("sliding log outlasts the fixed window", func(t *testing.T) {
+		// rpm 2: two requests at :58 fill both the minute window and the
+		// sliding log. At :59 the fixed window denies until :00, but the
+		// log holds them until :58 of the next minute.
+		a, clk, tab := newTestAdmitter(t, t0.Add(58*time.Second))
+		tn := tenant(t, tab, "acme")
+		a.Admit(tn, "slow", 1)
+		a.Admit(tn, "slow", 1)
+		clk.Advance(time.Second)
+		d := a.Admit(tn, "slow", 1)
+		if d.Reason != ReasonRPM || d.RetryAfter != 59*time.Second {
+			t.Fatalf("%+v", d)
+		}
+		assertRetryExact(t, a, clk, tn, "slow", 1, d)
+	})
+}

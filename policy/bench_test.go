@@ -1,0 +1,130 @@
+package policy
+
+import (
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// benchKeys are pre-created keys; each parallel goroutine walks them from
+// its own offset, so the benchmark measures decisions on existing keys
+// spread over shards rather than one mutex.
+var benchKeys = func() []Key {
+	ks := make([]Key, 1024)
+	for i := range ks {
+		ks[i] = Key{Tenant: "tenant-" + strconv.Itoa(i), Model: "llama-3-8b"}
+	}
+	return ks
+}()
+
+var benchOffset atomic.Int64
+
+// parallel runs decide on existing keys from b.RunParallel.
+func parallel(b *testing.B, warm func(Key), decide func(Key)) {
+	for _, k := range benchKeys {
+		warm(k)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(benchOffset.Add(97))
+		for pb.Next() {
+			decide(benchKeys[i&(len(benchKeys)-1)])
+			i++
+		}
+	})
+}
+
+func benchTable(b *testing.B) *Table {
+	f := `
+upstreams: [{url: http://127.0.0.1:8000}]
+defaults: {rpm: 600000, tpm: 100000000, burst: 1000000, rate: 5}
+tenants:
+  - {id: tenant-1, keys: [k1], limits: {rate: 10}}
+`
+	t := &testing.T{}
+	q := quotasFrom(t, f)
+	if q == nil {
+		b.Fatal("config")
+	}
+	return NewTable(q)
+}
+
+func BenchmarkPacerAcquire(b *testing.B) {
+	p := NewPacer(benchTable(b))
+	now := time.Now()
+	parallel(b, func(k Key) { p.AcquireOrSuspendAt(now, k, 1) },
+		func(k Key) { p.AcquireOrSuspendAt(now, k, 1) })
+}
+
+func BenchmarkPacerAcquireClock(b *testing.B) {
+	p := NewPacer(benchTable(b)) // SystemClock: includes time.Now
+	parallel(b, func(k Key) { p.AcquireOrSuspend(k, 1) }, func(k Key) { p.AcquireOrSuspend(k, 1) })
+}
+
+// BenchmarkGatewayLimiter measures decisions on existing keys whose RPM
+// log has already grown to its steady-state capacity (in real use it
+// stops growing after a key's first minute): each key is warmed with
+// rpm/2+1 requests a little under a window ago, so the measured calls
+// are first allowed (log push, bucket spend), then RPM denials.
+func BenchmarkGatewayLimiter(b *testing.B) {
+	const rpm = 2048
+	g := NewGatewayLimiter(GatewayParams{})
+	gp := GatewayParams{RPM: rpm, Burst: 1 << 40, Refill: rpm / 60.0}
+	now := time.Now()
+	parallel(b, func(k Key) {
+		for range rpm/2 + 1 {
+			g.TakeAt(now.Add(-59*time.Second), k, 1, gp)
+		}
+	}, func(k Key) { g.TakeAt(now, k, 1, gp) })
+}
+
+func BenchmarkFixedWindow(b *testing.B) {
+	w := NewFixedWindow(time.Minute, 0)
+	now := time.Now()
+	parallel(b, func(k Key) { w.ReserveAt(now, k, 1<<62, 1) }, func(k Key) { w.ReserveAt(now, k, 1<<62, 1) })
+}
+
+// BenchmarkAdmitter measures one Admit and its Refund (which keeps the
+// caps from filling) per op, every check enabled except the org's.
+func BenchmarkAdmitter(b *testing.B) {
+	a := NewAdmitter(benchTable(b))
+	tenants := map[string]*Tenant{}
+	for _, k := range benchKeys {
+		tenants[k.Tenant] = &Tenant{ID: k.Tenant}
+	}
+	admit := func(k Key) {
+		if d := a.Admit(tenants[k.Tenant], k.Model, 100); d.Allowed {
+			a.Refund(d.Ticket)
+		}
+	}
+	parallel(b, admit, admit)
+}
+
+// BenchmarkPacerMemory1M holds 1,000,000 keys in a pacer and reports the
+// heap they cost, key strings included.
+func BenchmarkPacerMemory1M(b *testing.B) {
+	const n = 1_000_000
+	var bytesPerKey float64
+	for range b.N {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		p := NewPacer(constRate(1))
+		now := time.Now()
+		for i := range n {
+			p.AcquireOrSuspendAt(now, Key{Tenant: "tenant-" + strconv.Itoa(i), Model: "llama-3-8b"}, 1)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if p.Len() != n {
+			b.Fatalf("Len = %d", p.Len())
+		}
+		bytesPerKey = float64(after.HeapAlloc-before.HeapAlloc) / n
+		runtime.KeepAlive(p)
+	}
+	b.ReportMetric(bytesPerKey, "bytes/key")
+	b.ReportMetric(bytesPerKey*n/1e6, "MB/1M-keys")
+}

@@ -1,0 +1,243 @@
+// Package config reads pacegate's YAML configuration file.
+//
+// [Parse] and [Load] decode strictly (an unknown field is an error, so a
+// typo cannot silently fall back to a default), fill in the defaults
+// documented on each field, and run [File.Validate]. Environment overrides
+// are applied with [File.ApplyEnv], or in one step with [LoadEnv].
+//
+// The package only describes the file; package policy turns the quota
+// sections into a [policy.Quotas] snapshot.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// File is the whole configuration file. Its zero value is not valid: call
+// [File.SetDefaults] and [File.Validate] (which [Parse] does). A File is
+// plain data and not safe for concurrent mutation.
+type File struct {
+	Listen    string       `yaml:"listen"`    // OpenAI-compatible API address; default "127.0.0.1:8080"
+	Admin     Admin        `yaml:"admin"`     // admin API
+	Server    Server       `yaml:"server"`    // HTTP server limits and timeouts
+	Upstreams []Upstream   `yaml:"upstreams"` // the model pool; at least one
+	Models    []string     `yaml:"models"`    // optional served model list; empty = what the upstreams report
+	Queue     Queue        `yaml:"queue"`     // where paced requests wait
+	Control   Control      `yaml:"control"`   // closed loop on vLLM metrics
+	Defaults  LimitsSpec   `yaml:"defaults"`  // limits for every tenant+model unless overridden
+	Orgs      []Org        `yaml:"orgs"`      // org-wide caps binding several tenants
+	Tenants   []TenantSpec `yaml:"tenants"`   // who may call, and at what pace
+
+	// modelOrder[i] lists tenants[i].models keys in file order, so that
+	// validation errors come out in the order a reader sees them (a Go
+	// map forgets it). Nil for a File built in code.
+	modelOrder [][]string
+}
+
+// Admin configures the admin API. Its zero value (after defaults) is an
+// admin API that is switched off.
+type Admin struct {
+	Listen string `yaml:"listen"` // default "127.0.0.1:9090"
+	Token  string `yaml:"token"`  // bearer token; empty = admin API off
+}
+
+// Server holds the HTTP server's limits. A zero field takes its default.
+type Server struct {
+	MaxBodyBytes      int64         `yaml:"max_body_bytes"`      // default 8 MiB
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"` // default 10s
+	MaxHeaderBytes    int           `yaml:"max_header_bytes"`    // default 64 KiB
+	RequestTimeout    time.Duration `yaml:"request_timeout"`     // default 120s; must exceed every max_wait
+	Heartbeat         time.Duration `yaml:"heartbeat"`           // SSE ": queued" comment interval; default 5s
+	ShutdownGrace     time.Duration `yaml:"shutdown_grace"`      // default 30s
+}
+
+// Upstream is one OpenAI-compatible model server (typically vLLM).
+type Upstream struct {
+	URL            string   `yaml:"url"`             // required, http or https
+	MaxConcurrency int      `yaml:"max_concurrency"` // in-flight requests; default 64
+	Models         []string `yaml:"models"`          // empty = discover via GET /v1/models
+}
+
+// Queue selects the queue backend. A zero field takes its default.
+type Queue struct {
+	Backend  string   `yaml:"backend"` // BackendEmbedded (default) or BackendRocketMQ
+	Embedded Embedded `yaml:"embedded"`
+	RocketMQ RocketMQ `yaml:"rocketmq"`
+}
+
+// Queue backends.
+const (
+	BackendEmbedded = "embedded"
+	BackendRocketMQ = "rocketmq"
+)
+
+// Embedded configures the in-process queue.
+type Embedded struct {
+	Workers     int           `yaml:"workers"`      // default 64
+	MaxMessages int           `yaml:"max_messages"` // across all buckets; default 100000
+	MaxBytes    int64         `yaml:"max_bytes"`    // across all buckets; default 256 MiB
+	IdleTTL     time.Duration `yaml:"idle_ttl"`     // an empty bucket's queue is dropped after this; default 10m
+}
+
+// RocketMQ configures the RocketMQ LiteTopic backend.
+type RocketMQ struct {
+	Endpoint  string        `yaml:"endpoint"`   // proxy gRPC endpoint; default "127.0.0.1:8081"
+	Topic     string        `yaml:"topic"`      // parent topic; default "LLM_REQ"
+	Group     string        `yaml:"group"`      // consumer group; default "GID_PACEGATE"
+	ReplicaID string        `yaml:"replica_id"` // this gateway's id among replicas; default "r0"
+	Replicas  int           `yaml:"replicas"`   // gateway replicas sharing the quotas; default 1
+	Invisible time.Duration `yaml:"invisible"`  // message invisible duration; default 30s
+}
+
+// Control configures the closed loop that scales pacing rates from vLLM
+// metrics. A zero numeric field takes its default; Enabled defaults to
+// false.
+type Control struct {
+	Enabled       bool          `yaml:"enabled"`
+	Interval      time.Duration `yaml:"interval"`       // default 2s
+	WaitingTarget float64       `yaml:"waiting_target"` // vLLM waiting requests per upstream; default 8
+	MinFactor     float64       `yaml:"min_factor"`     // default 0.1
+	MaxFactor     float64       `yaml:"max_factor"`     // default 1
+	Decrease      float64       `yaml:"decrease"`       // multiplicative decrease; default 0.5
+	Increase      float64       `yaml:"increase"`       // additive increase; default 0.05
+}
+
+// LimitsSpec is a partial set of limits: a nil field is "not set here"
+// and inherits (model > tenant > defaults > built-in), which is why the
+// fields are pointers: an explicit 0 differs from unset.
+type LimitsSpec struct {
+	RPM     *int64         `yaml:"rpm"`      // requests per minute; 0 = no cap
+	TPM     *int64         `yaml:"tpm"`      // tokens per minute; 0 = no cap
+	Burst   *int64         `yaml:"burst"`    // burst bucket capacity; 0 = no burst check
+	Rate    *float64       `yaml:"rate"`     // requests/s released to the pool; .inf = unpaced
+	Backlog *int           `yaml:"backlog"`  // max queued requests per bucket
+	MaxWait *time.Duration `yaml:"max_wait"` // longest a request may wait in its bucket
+}
+
+// Org is a group of tenants sharing org-wide caps.
+type Org struct {
+	ID  string `yaml:"id"`
+	RPM int64  `yaml:"rpm"` // 0 = no cap
+	TPM int64  `yaml:"tpm"` // 0 = no cap
+}
+
+// TenantSpec is one tenant: who it is, how it authenticates, and its limits.
+type TenantSpec struct {
+	ID       string                `yaml:"id"`
+	Org      string                `yaml:"org"`      // optional; must be listed in orgs when orgs is non-empty
+	Keys     []string              `yaml:"keys"`     // API keys, plain or "sha256:<64 hex>"
+	Priority string                `yaml:"priority"` // PriorityNormal (default) or PriorityHigh
+	Limits   LimitsSpec            `yaml:"limits"`
+	Models   map[string]LimitsSpec `yaml:"models"` // per-model overrides of Limits
+}
+
+// Tenant priorities.
+const (
+	PriorityNormal = "normal"
+	PriorityHigh   = "high"
+)
+
+// Parse decodes a configuration file strictly, fills defaults and
+// validates it. A decoding error is returned wrapped as "config: ...";
+// validation errors are returned as [File.Validate] produces them.
+func Parse(data []byte) (*File, error) {
+	f, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Load reads and parses the file at path.
+func Load(path string) (*File, error) {
+	return LoadEnv(path, nil)
+}
+
+// LoadEnv reads the file at path, applies the environment through lookup
+// (nil = none; pass [os.LookupEnv] for the process environment), then
+// validates. Unlike Load followed by ApplyEnv, it accepts a file whose
+// upstreams come only from PACEGATE_UPSTREAMS.
+func LoadEnv(path string, lookup func(string) (string, bool)) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	f, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if lookup != nil {
+		f.applyEnv(lookup)
+	}
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// decode is Parse without validation.
+func decode(data []byte) (*File, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	f := new(File)
+	if err := dec.Decode(f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("config: empty file")
+		}
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	var rest yaml.Node
+	if err := dec.Decode(&rest); !errors.Is(err, io.EOF) {
+		return nil, errors.New("config: more than one YAML document")
+	}
+	f.modelOrder = modelOrder(data)
+	f.SetDefaults()
+	return f, nil
+}
+
+// modelOrder returns, for each entry of tenants, the keys of its models
+// mapping in file order. The data has already decoded cleanly.
+func modelOrder(data []byte) [][]string {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return nil
+	}
+	tenants := mappingValue(root.Content[0], "tenants")
+	if tenants == nil || tenants.Kind != yaml.SequenceNode {
+		return nil
+	}
+	order := make([][]string, len(tenants.Content))
+	for i, t := range tenants.Content {
+		models := mappingValue(t, "models")
+		if models == nil || models.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(models.Content); j += 2 {
+			order[i] = append(order[i], models.Content[j].Value)
+		}
+	}
+	return order
+}
+
+// mappingValue returns the value node of key in mapping n, or nil.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package config
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestParseInvalid(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want string
+	}{
+		{"unknown_field.yaml", "config: yaml: unmarshal errors:\n  line 3: field limit not found in type config.TenantSpec"},
+		{"dup_mapping_key.yaml", "config: yaml: unmarshal errors:\n  line 3: mapping key \"listen\" already defined at line 2"},
+		{"duration_int.yaml", "config: yaml: unmarshal errors:\n  line 2: cannot unmarshal !!int `30` into time.Duration"},
+		{"empty.yaml", "config: empty file"},
+		{"dup_tenant.yaml", `tenants[1].id: duplicate tenant id "a" (also tenants[0])`},
+		{"dup_key.yaml", "tenants[1].keys[0]: duplicate API key (also tenants[0].keys[0])"},
+		{"bad_sha.yaml", `tenants[0].keys[0]: must be "sha256:" followed by 64 hex digits` + "\n" +
+			`tenants[0].keys[1]: must be "sha256:" followed by 64 hex digits` + "\n" +
+			"tenants[0].keys[2]: must not be empty"},
+		{"unknown_org.yaml", `tenants[0].org: unknown org "acme" (not in orgs)`},
+		{"bad_limits.yaml", strings.Join([]string{
+			"defaults.rpm: must be >= 0",
+			"defaults.tpm: must be >= 0",
+			"defaults.burst: must be >= 0",
+			"defaults.backlog: must be >= 0",
+			"tenants[0].limits.rate: must be > 0",
+			"tenants[0].limits.max_wait: must be > 0",
+			"tenants[2].models.zeta.rate: must be > 0", // file order, not name order
+			"tenants[2].models.llama-3-8b.rate: must be > 0",
+		}, "\n")},
+		{"request_timeout.yaml", "server.request_timeout: must exceed every max_wait (tenants[0].models.m.max_wait is 1m30s)"},
+		{"backend.yaml", `queue.backend: must be "embedded" or "rocketmq", got "kafka"`},
+		{"upstream_url.yaml", `upstreams[0].url: must be an http or https URL with a host, got "ftp://host/x"` + "\n" +
+			`upstreams[1].url: must be an http or https URL with a host, got "127.0.0.1:8000"` + "\n" +
+			"upstreams[2].url: required\n" +
+			"upstreams[2].max_concurrency: must be > 0"},
+		{"no_upstreams.yaml", "upstreams: at least one upstream is required"},
+		{"priority.yaml", `tenants[0].priority: must be "normal" or "high", got "urgent"`},
+		{"names.yaml", `tenants[0].id: contains a control character: "a\ab"` + "\n" +
+			"tenants[1].id: longer than 128 bytes\n" +
+			`tenants[1].models["bad\tmodel"]: contains a control character: "bad\tmodel"`},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			f, err := Parse(mustRead(t, "invalid/"+c.file))
+			if err == nil {
+				t.Fatalf("parsed: %+v", f)
+			}
+			if err.Error() != c.want {
+				t.Fatalf("error:\n%s\nwant:\n%s", err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseMinimal(t *testing.T) {
+	f, err := Parse(mustRead(t, "valid/minimal.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Listen != "127.0.0.1:8080" || f.Admin.Listen != "127.0.0.1:9090" || f.Admin.Token != "" {
+		t.Errorf("listen/admin: %q %+v", f.Listen, f.Admin)
+	}
+	if f.Server != (Server{8 << 20, 10 * time.Second, 64 << 10, 120 * time.Second, 5 * time.Second, 30 * time.Second}) {
+		t.Errorf("server defaults: %+v", f.Server)
+	}
+	if len(f.Upstreams) != 1 || f.Upstreams[0].MaxConcurrency != 64 {
+		t.Errorf("upstreams: %+v", f.Upstreams)
+	}
+	q := f.Queue
+	if q.Backend != BackendEmbedded || q.Embedded != (Embedded{64, 100000, 256 << 20, 10 * time.Minute}) ||
+		q.RocketMQ != (RocketMQ{"127.0.0.1:8081", "LLM_REQ", "GID_PACEGATE", "r0", 1, 30 * time.Second}) {
+		t.Errorf("queue defaults: %+v", q)
+	}
+	if f.Control != (Control{false, 2 * time.Second, 8, 0.1, 1, 0.5, 0.05}) {
+		t.Errorf("control defaults: %+v", f.Control)
+	}
+	d := f.Defaults
+	if *d.RPM != 600 || *d.TPM != 200000 || *d.Burst != 20 || *d.Rate != 5 || *d.Backlog != 1000 || *d.MaxWait != 30*time.Second {
+		t.Errorf("defaults: %+v", d)
+	}
+	tn := f.Tenants[0]
+	if tn.ID != "acme" || tn.Org != "acme-corp" || tn.Priority != PriorityNormal || *tn.Limits.Rate != 10 || tn.Limits.RPM != nil {
+		t.Errorf("tenant: %+v", tn)
+	}
+	if m := tn.Models["llama-3-8b"]; *m.RPM != 1200 || *m.Rate != 20 || m.TPM != nil {
+		t.Errorf("model override: %+v", m)
+	}
+}
+
+func TestParseValid(t *testing.T) {
+	f, err := Parse(mustRead(t, "valid/full.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsInf(*f.Defaults.Rate, 1) || *f.Defaults.Backlog != DefaultBacklog || *f.Defaults.RPM != 0 {
+		t.Errorf("defaults: rate %v backlog %v rpm %v", *f.Defaults.Rate, *f.Defaults.Backlog, *f.Defaults.RPM)
+	}
+	if f.Queue.Backend != BackendRocketMQ || f.Queue.RocketMQ.Replicas != 3 || f.Tenants[0].Priority != PriorityHigh {
+		t.Errorf("queue/priority: %+v %q", f.Queue, f.Tenants[0].Priority)
+	}
+	if _, err := Parse(mustRead(t, "valid/org_without_list.yaml")); err != nil {
+		t.Errorf("an org only tenants mention, with no orgs list: %v", err)
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	_, err := Load("testdata/invalid/priority.yaml")
+	want := `testdata/invalid/priority.yaml: tenants[0].priority: must be "normal" or "high", got "urgent"`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Load error %v, want %s", err, want)
+	}
+	if _, err := Load("testdata/valid/minimal.yaml"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestApplyEnv(t *testing.T) {
+	f, err := Parse(mustRead(t, "valid/full.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.ApplyEnv(env(map[string]string{
+		EnvListen:            "127.0.0.1:18080",
+		EnvAdminListen:       "127.0.0.1:19090",
+		EnvAdminToken:        "",
+		EnvQueueBackend:      "embedded",
+		EnvRocketMQEndpoint:  "mq2:8081",
+		EnvRocketMQTopic:     "T2",
+		EnvRocketMQGroup:     "G2",
+		EnvRocketMQReplicaID: "r7",
+		EnvUpstreams:         " https://vllm.internal:443 , http://new:8000,",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.Queue.RocketMQ
+	if f.Listen != "127.0.0.1:18080" || f.Admin.Listen != "127.0.0.1:19090" || f.Admin.Token != "" ||
+		f.Queue.Backend != "embedded" || r.Endpoint != "mq2:8081" || r.Topic != "T2" || r.Group != "G2" || r.ReplicaID != "r7" {
+		t.Errorf("env not applied: %+v", f)
+	}
+	want := []Upstream{{URL: "https://vllm.internal:443", MaxConcurrency: 64}, {URL: "http://new:8000", MaxConcurrency: 64}}
+	if len(f.Upstreams) != 2 || f.Upstreams[0].URL != want[0].URL || f.Upstreams[1].URL != want[1].URL ||
+		f.Upstreams[1].MaxConcurrency != 64 {
+		t.Errorf("upstreams: %+v", f.Upstreams)
+	}
+	if err := f.ApplyEnv(env(map[string]string{EnvQueueBackend: "kafka"})); err == nil ||
+		err.Error() != `queue.backend: must be "embedded" or "rocketmq", got "kafka"` {
+		t.Errorf("bad env backend: %v", err)
+	}
+}
+
+func TestLoadEnvSuppliesUpstreams(t *testing.T) {
+	lookup := env(map[string]string{EnvUpstreams: "http://127.0.0.1:8000"})
+	f, err := LoadEnv("testdata/invalid/no_upstreams.yaml", lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Upstreams) != 1 || f.Upstreams[0].MaxConcurrency != 64 {
+		t.Fatalf("upstreams: %+v", f.Upstreams)
+	}
+}
+
+func TestValidateFileBuiltInCode(t *testing.T) {
+	zero, one := 0.0, 1.0
+	f := &File{
+		Upstreams: []Upstream{{URL: "http://x:1"}},
+		Tenants: []TenantSpec{{ID: "a", Keys: []string{"k"}, Models: map[string]LimitsSpec{
+			"b": {Rate: &zero}, "a": {Rate: &zero}, "c": {Rate: &one},
+		}}},
+	}
+	f.SetDefaults()
+	want := "tenants[0].models.a.rate: must be > 0\ntenants[0].models.b.rate: must be > 0"
+	if err := f.Validate(); err == nil || err.Error() != want {
+		t.Fatalf("Validate = %v, want (sorted without a file order)\n%s", err, want)
+	}
+}
+
+func TestKeyDigest(t *testing.T) {
+	plain, err := KeyDigest("password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashed, err := KeyDigest("sha256:5E884898DA28047151D0E56F8DC6292773603D0D6AABBDD62A11EF721D1542D8")
+	if err != nil || hashed != plain {
+		t.Fatalf("upper-case hex digest: %v, equal=%v", err, hashed == plain)
+	}
+}

@@ -1,0 +1,347 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// FieldError is one validation problem, naming the offending field by its
+// path in the file, e.g. "tenants[2].models.llama-3-8b.rate".
+type FieldError struct {
+	Path string
+	Msg  string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// MaxNameLen is the longest tenant, org or model name accepted, in bytes.
+const MaxNameLen = 128
+
+// problems collects FieldErrors in the order the checks run, which
+// follows the file.
+type problems []error
+
+func (p *problems) add(path, format string, args ...any) {
+	*p = append(*p, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Validate reports every problem in f, in file order, joined with
+// [errors.Join]; each is a *[FieldError]. It expects defaults to have been
+// filled ([File.SetDefaults]) and does not modify f.
+func (f *File) Validate() error {
+	var p problems
+	checkAddr(&p, "listen", f.Listen)
+	checkAddr(&p, "admin.listen", f.Admin.Listen)
+	f.Server.validate(&p)
+	f.validateUpstreams(&p)
+	checkNames(&p, "models", f.Models)
+	f.Queue.validate(&p)
+	f.Control.validate(&p)
+	f.Defaults.validate(&p, "defaults")
+	orgs := validateOrgs(&p, f.Orgs)
+	f.validateTenants(&p, orgs)
+	f.validateMaxWait(&p)
+	return errors.Join(p...)
+}
+
+func checkAddr(p *problems, path, addr string) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		p.add(path, "must be host:port, got %q", addr)
+	}
+}
+
+func (s *Server) validate(p *problems) {
+	positive(p, "server.max_body_bytes", s.MaxBodyBytes)
+	positive(p, "server.read_header_timeout", s.ReadHeaderTimeout)
+	positive(p, "server.max_header_bytes", s.MaxHeaderBytes)
+	positive(p, "server.request_timeout", s.RequestTimeout)
+	positive(p, "server.heartbeat", s.Heartbeat)
+	positive(p, "server.shutdown_grace", s.ShutdownGrace)
+}
+
+func (f *File) validateUpstreams(p *problems) {
+	if len(f.Upstreams) == 0 {
+		p.add("upstreams", "at least one upstream is required")
+	}
+	seen := map[string]int{}
+	for i, u := range f.Upstreams {
+		path := fmt.Sprintf("upstreams[%d]", i)
+		if err := checkURL(u.URL); err != "" {
+			p.add(path+".url", "%s", err)
+		} else if j, dup := seen[u.URL]; dup {
+			p.add(path+".url", "duplicate of upstreams[%d]", j)
+		} else {
+			seen[u.URL] = i
+		}
+		positive(p, path+".max_concurrency", u.MaxConcurrency)
+		checkNames(p, path+".models", u.Models)
+	}
+}
+
+// checkURL returns why raw is not a usable upstream URL, or "".
+func checkURL(raw string) string {
+	if raw == "" {
+		return "required"
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Sprintf("must be an http or https URL with a host, got %q", raw)
+	}
+	return ""
+}
+
+func (q *Queue) validate(p *problems) {
+	switch q.Backend {
+	case BackendEmbedded:
+		e := q.Embedded
+		positive(p, "queue.embedded.workers", e.Workers)
+		positive(p, "queue.embedded.max_messages", e.MaxMessages)
+		positive(p, "queue.embedded.max_bytes", e.MaxBytes)
+		positive(p, "queue.embedded.idle_ttl", e.IdleTTL)
+	case BackendRocketMQ:
+		r := q.RocketMQ
+		checkAddr(p, "queue.rocketmq.endpoint", r.Endpoint)
+		checkName(p, "queue.rocketmq.topic", r.Topic)
+		checkName(p, "queue.rocketmq.group", r.Group)
+		checkName(p, "queue.rocketmq.replica_id", r.ReplicaID)
+		positive(p, "queue.rocketmq.replicas", r.Replicas)
+		positive(p, "queue.rocketmq.invisible", r.Invisible)
+	default:
+		p.add("queue.backend", "must be %q or %q, got %q", BackendEmbedded, BackendRocketMQ, q.Backend)
+	}
+}
+
+func (c *Control) validate(p *problems) {
+	positive(p, "control.interval", c.Interval)
+	positive(p, "control.waiting_target", c.WaitingTarget)
+	positive(p, "control.min_factor", c.MinFactor)
+	if !(c.MaxFactor >= c.MinFactor) {
+		p.add("control.max_factor", "must be >= min_factor (%g)", c.MinFactor)
+	}
+	if !(c.Decrease > 0 && c.Decrease < 1) {
+		p.add("control.decrease", "must be in (0, 1)")
+	}
+	positive(p, "control.increase", c.Increase)
+}
+
+// validate checks the fields that are set; path is the LimitsSpec's own.
+func (l *LimitsSpec) validate(p *problems, path string) {
+	nonNegative(p, path+".rpm", l.RPM)
+	nonNegative(p, path+".tpm", l.TPM)
+	nonNegative(p, path+".burst", l.Burst)
+	if l.Rate != nil && !(*l.Rate > 0) { // !(>0) also catches NaN
+		p.add(path+".rate", "must be > 0")
+	}
+	nonNegative(p, path+".backlog", l.Backlog)
+	if l.MaxWait != nil && *l.MaxWait <= 0 {
+		p.add(path+".max_wait", "must be > 0")
+	}
+}
+
+// validateOrgs returns the set of org ids.
+func validateOrgs(p *problems, orgs []Org) map[string]bool {
+	ids := map[string]bool{}
+	for i, o := range orgs {
+		path := fmt.Sprintf("orgs[%d]", i)
+		if checkName(p, path+".id", o.ID) {
+			if ids[o.ID] {
+				p.add(path+".id", "duplicate org id %q", o.ID)
+			}
+			ids[o.ID] = true
+		}
+		if o.RPM < 0 {
+			p.add(path+".rpm", "must be >= 0")
+		}
+		if o.TPM < 0 {
+			p.add(path+".tpm", "must be >= 0")
+		}
+	}
+	return ids
+}
+
+func (f *File) validateTenants(p *problems, orgs map[string]bool) {
+	ids := map[string]int{}
+	keys := map[[32]byte]string{} // digest -> path of its first use
+	for i := range f.Tenants {
+		t := &f.Tenants[i]
+		path := fmt.Sprintf("tenants[%d]", i)
+		if checkName(p, path+".id", t.ID) {
+			if j, dup := ids[t.ID]; dup {
+				p.add(path+".id", "duplicate tenant id %q (also tenants[%d])", t.ID, j)
+			} else {
+				ids[t.ID] = i
+			}
+		}
+		if t.Org != "" && checkName(p, path+".org", t.Org) && len(f.Orgs) > 0 && !orgs[t.Org] {
+			p.add(path+".org", "unknown org %q (not in orgs)", t.Org)
+		}
+		validateKeys(p, path, t.Keys, keys)
+		if t.Priority != PriorityNormal && t.Priority != PriorityHigh {
+			p.add(path+".priority", "must be %q or %q, got %q", PriorityNormal, PriorityHigh, t.Priority)
+		}
+		t.Limits.validate(p, path+".limits")
+		for _, m := range f.tenantModels(i) {
+			mpath := path + ".models." + m
+			if !validName(m) {
+				mpath = fmt.Sprintf("%s.models[%q]", path, m)
+				p.add(mpath, "%s", nameProblem(m))
+			}
+			spec := t.Models[m]
+			spec.validate(p, mpath)
+		}
+	}
+}
+
+// validateKeys checks one tenant's keys; seen maps each key's digest to
+// where it was first used, across tenants. Errors never echo a key.
+func validateKeys(p *problems, tpath string, ks []string, seen map[[32]byte]string) {
+	for j, k := range ks {
+		path := fmt.Sprintf("%s.keys[%d]", tpath, j)
+		d, err := KeyDigest(k)
+		if err != nil {
+			p.add(path, "%v", err)
+			continue
+		}
+		if first, dup := seen[d]; dup {
+			p.add(path, "duplicate API key (also %s)", first)
+			continue
+		}
+		seen[d] = path
+	}
+}
+
+// KeyDigest returns the SHA-256 digest an API key entry stands for: the
+// hash of a plain key, or the decoded hex of a "sha256:<64 hex>" entry.
+func KeyDigest(entry string) ([32]byte, error) {
+	var d [32]byte
+	if entry == "" {
+		return d, errors.New("must not be empty")
+	}
+	hexPart, hashed := strings.CutPrefix(entry, "sha256:")
+	if !hashed {
+		return sha256.Sum256([]byte(entry)), nil
+	}
+	if len(hexPart) != 64 {
+		return d, errors.New(`must be "sha256:" followed by 64 hex digits`)
+	}
+	if _, err := hex.Decode(d[:], []byte(hexPart)); err != nil {
+		return d, errors.New(`must be "sha256:" followed by 64 hex digits`)
+	}
+	return d, nil
+}
+
+// tenantModels returns tenants[i].models keys in file order when known,
+// then any others (a File built in code) sorted.
+func (f *File) tenantModels(i int) []string {
+	t := &f.Tenants[i]
+	names := make([]string, 0, len(t.Models))
+	if i < len(f.modelOrder) {
+		for _, m := range f.modelOrder[i] {
+			if _, ok := t.Models[m]; ok && !slices.Contains(names, m) {
+				names = append(names, m)
+			}
+		}
+	}
+	var rest []string
+	for m := range t.Models {
+		if !slices.Contains(names, m) {
+			rest = append(rest, m)
+		}
+	}
+	slices.Sort(rest)
+	return append(names, rest...)
+}
+
+// validateMaxWait checks that server.request_timeout exceeds the longest
+// max_wait anywhere, so a request can always outlive its queueing.
+func (f *File) validateMaxWait(p *problems) {
+	var longest *FieldError
+	var max float64
+	consider := func(path string, l LimitsSpec) {
+		if l.MaxWait != nil && float64(*l.MaxWait) > max {
+			max = float64(*l.MaxWait)
+			longest = &FieldError{Path: path + ".max_wait", Msg: l.MaxWait.String()}
+		}
+	}
+	consider("defaults", f.Defaults)
+	for i := range f.Tenants {
+		path := fmt.Sprintf("tenants[%d]", i)
+		consider(path+".limits", f.Tenants[i].Limits)
+		for _, m := range f.tenantModels(i) {
+			consider(path+".models."+m, f.Tenants[i].Models[m])
+		}
+	}
+	if longest != nil && f.Server.RequestTimeout > 0 && float64(f.Server.RequestTimeout) <= max {
+		p.add("server.request_timeout", "must exceed every max_wait (%s is %s)", longest.Path, longest.Msg)
+	}
+}
+
+func checkNames(p *problems, path string, names []string) {
+	seen := map[string]bool{}
+	for i, n := range names {
+		ipath := fmt.Sprintf("%s[%d]", path, i)
+		if checkName(p, ipath, n) {
+			if seen[n] {
+				p.add(ipath, "duplicate %q", n)
+			}
+			seen[n] = true
+		}
+	}
+}
+
+// checkName reports a bad name and returns whether it was fine.
+func checkName(p *problems, path, name string) bool {
+	if msg := nameProblem(name); msg != "" {
+		p.add(path, "%s", msg)
+		return false
+	}
+	return true
+}
+
+func validName(name string) bool { return nameProblem(name) == "" }
+
+// nameProblem returns why name is unusable as an id or model name, or "".
+// Names end up in queue topic names, logs and headers, hence the limits.
+func nameProblem(name string) string {
+	switch {
+	case name == "":
+		return "required"
+	case len(name) > MaxNameLen:
+		return fmt.Sprintf("longer than %d bytes", MaxNameLen)
+	case !utf8.ValidString(name):
+		return "not valid UTF-8"
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return fmt.Sprintf("contains a control character: %q", name)
+	}
+	return ""
+}
+
+func positive[T int | ~int64 | float64](p *problems, path string, v T) {
+	if !(v > 0) {
+		p.add(path, "must be > 0")
+	}
+}
+
+func nonNegative[T int | int64](p *problems, path string, v *T) {
+	if v != nil && *v < 0 {
+		p.add(path, "must be >= 0")
+	}
+}
+
+// CheckName returns why name is unusable as a tenant, org or model name
+// (empty, over [MaxNameLen] bytes, invalid UTF-8, control characters), or
+// nil.
+func CheckName(name string) error {
+	if msg := nameProblem(name); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+package policy
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// constRate is a RateSource with one rate for every key.
+type constRate float64
+
+func (r constRate) BaseRate(Key) (float64, bool) { return float64(r), false }
+
+// pacerLimiter adapts the pacer to the Limiter contract: a release slot
+// is an allow, a suspension a denial.
+type pacerLimiter struct{ p *Pacer }
+
+func (l pacerLimiter) Allow(k Key) Decision { return l.AllowAt(l.p.clock.Now(), k) }
+
+func (l pacerLimiter) AllowAt(now time.Time, k Key) Decision {
+	if d := l.p.AcquireOrSuspendAt(now, k, 1); d > 0 {
+		return Decision{RetryAfter: d, Reason: "SUSPEND"}
+	}
+	return Decision{Allowed: true, Reason: ReasonOK}
+}
+
+// algorithms are configured for 3 requests per minute; burst is how many
+// a fresh key gets at one instant.
+var algorithms = []struct {
+	name  string
+	burst int
+	new   func(Clock) Limiter
+}{
+	{"FixedWindow", 3, func(c Clock) Limiter { return NewFixedWindow(time.Minute, 3, WithClock(c)) }},
+	{"SlidingWindowLog", 3, func(c Clock) Limiter { return NewSlidingWindowLog(time.Minute, 3, WithClock(c)) }},
+	{"TokenBucket", 3, func(c Clock) Limiter {
+		return NewTokenBucket(BucketParams{Capacity: 3, Refill: 3.0 / 60}, WithClock(c))
+	}},
+	{"GatewayLimiter", 3, func(c Clock) Limiter {
+		return NewGatewayLimiter(GatewayParams{RPM: 3, Burst: 3, Refill: 3.0 / 60}, WithClock(c))
+	}},
+	{"Pacer", 1, func(c Clock) Limiter { return pacerLimiter{NewPacer(constRate(3.0/60), WithPacerClock(c))} }},
+}
+
+func TestContract(t *testing.T) {
+	cases := []struct {
+		name string
+		test func(t *testing.T, clk *ManualClock, l Limiter, burst int)
+	}{
+		{"BurstThenDeny", contractBurstThenDeny},
+		{"RetryAfterIsExact", contractRetryAfterExact},
+		{"KeysAreIndependent", contractKeysIndependent},
+		{"ClockJumpsBack", contractClockBack},
+		{"UsesInjectedClock", contractInjectedClock},
+		{"ConcurrentFlood", contractFlood},
+	}
+	for _, alg := range algorithms {
+		t.Run(alg.name, func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					clk := NewManualClock(t0.Add(10 * time.Second))
+					c.test(t, clk, alg.new(clk), alg.burst)
+				})
+			}
+		})
+	}
+}
+
+// exhaust spends a fresh key's burst at now, failing if any is denied.
+func exhaust(t *testing.T, l Limiter, now time.Time, k Key, burst int) {
+	t.Helper()
+	for i := range burst {
+		if d := l.AllowAt(now, k); !d.Allowed {
+			t.Fatalf("call %d of the burst denied: %+v", i, d)
+		}
+	}
+}
+
+func contractBurstThenDeny(t *testing.T, clk *ManualClock, l Limiter, burst int) {
+	now := clk.Now()
+	exhaust(t, l, now, kA, burst)
+	d := l.AllowAt(now, kA)
+	if d.Allowed || d.Reason == ReasonOK || d.RetryAfter <= 0 {
+		t.Fatalf("call after the burst: %+v, want a denial with a reason and RetryAfter", d)
+	}
+}
+
+func contractRetryAfterExact(t *testing.T, clk *ManualClock, l Limiter, burst int) {
+	now := clk.Now()
+	exhaust(t, l, now, kA, burst)
+	d := l.AllowAt(now, kA)
+	if d.Allowed {
+		t.Fatal("not denied after the burst")
+	}
+	if early := l.AllowAt(now.Add(d.RetryAfter-1), kA); early.Allowed {
+		t.Fatalf("allowed 1ns before RetryAfter %v", d.RetryAfter)
+	}
+	if at := l.AllowAt(now.Add(d.RetryAfter), kA); !at.Allowed {
+		t.Fatalf("denied at RetryAfter %v: %+v", d.RetryAfter, at)
+	}
+}
+
+func contractKeysIndependent(t *testing.T, clk *ManualClock, l Limiter, burst int) {
+	now := clk.Now()
+	exhaust(t, l, now, kA, burst)
+	exhaust(t, l, now, Key{Tenant: "b", Model: "m"}, burst)
+	exhaust(t, l, now, Key{Tenant: "a", Model: "other"}, burst)
+}
+
+func contractClockBack(t *testing.T, clk *ManualClock, l Limiter, burst int) {
+	now := clk.Now()
+	exhaust(t, l, now, kA, burst)
+	for _, back := range []time.Duration{time.Nanosecond, time.Second, time.Hour} {
+		if d := l.AllowAt(now.Add(-back), kA); d.Allowed {
+			t.Fatalf("clock %v back: allowed an extra request", back)
+		} else if d.RetryAfter <= 0 {
+			t.Fatalf("clock %v back: RetryAfter %v", back, d.RetryAfter)
+		}
+	}
+}
+
+func contractInjectedClock(t *testing.T, clk *ManualClock, l Limiter, burst int) {
+	for range burst {
+		if !l.Allow(kA).Allowed {
+			t.Fatal("burst denied")
+		}
+	}
+	d := l.Allow(kA)
+	if d.Allowed {
+		t.Fatal("not denied after the burst")
+	}
+	clk.Advance(d.RetryAfter)
+	if !l.Allow(kA).Allowed {
+		t.Fatal("denied after advancing the clock by RetryAfter")
+	}
+}
+
+func contractFlood(t *testing.T, clk *ManualClock, l Limiter, burst int) {
+	now := clk.Now()
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for range 80 {
+		wg.Go(func() {
+			if l.AllowAt(now, kA).Allowed {
+				allowed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := allowed.Load(); got != int64(burst) {
+		t.Fatalf("80 concurrent calls: %d allowed, want %d", got, burst)
+	}
+}
+
+// TestGatewayLimiterFlood is the seed's flood: 80 goroutines on one
+// tenant with burst 50 get exactly 50 admissions, and the 30 BURST_LIMIT
+// denials keep their RPM slots.
+func TestGatewayLimiterFlood(t *testing.T) {
+	clk := NewManualClock(t0)
+	g := NewGatewayLimiter(GatewayParams{RPM: 1000, Burst: 50, Refill: 1000.0 / 60}, WithClock(clk))
+	var allowed, burstDenied atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 80 {
+		wg.Go(func() {
+			<-start
+			d, err := g.TakeAt(clk.Now(), kA, 1, g.params)
+			switch {
+			case err != nil:
+				t.Error(err)
+			case d.Allowed:
+				allowed.Add(1)
+			case d.Reason == ReasonBurst:
+				burstDenied.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if allowed.Load() != 50 || burstDenied.Load() != 30 {
+		t.Fatalf("allowed %d, BURST_LIMIT %d; want 50 and 30", allowed.Load(), burstDenied.Load())
+	}
+	// All 80 calls were recorded in the RPM log: 920 remain.
+	sh, h := g.keys.lock(kA)
+	n := sh.get(&g.keys, kA, h, int64(clk.Now().Sub(g.epoch))).log.n
+	sh.mu.Unlock()
+	if n != 80 {
+		t.Fatalf("RPM log holds %d entries, want 80 (burst denials stay counted)", n)
+	}
+}
+
+func TestGatewayLimiterInvalidCost(t *testing.T) {
+	g := NewGatewayLimiter(GatewayParams{RPM: 10, Burst: 5, Refill: 1})
+	for _, c := range []float64{0, -3} {
+		if _, err := g.TakeAt(t0, kA, c, g.params); err != ErrInvalidCost {
+			t.Errorf("cost %v: err = %v, want ErrInvalidCost", c, err)
+		}
+	}
+	if g.Len() != 0 {
+		t.Fatalf("an invalid call created state: Len = %d", g.Len())
+	}
+}

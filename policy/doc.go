@@ -1,0 +1,17 @@
+// Package policy decides when pacegate lets a request in and when it
+// releases it to the model pool.
+//
+// Throttling is layered, as in the Model Studio gateway design: hard caps
+// are fixed windows ([FixedWindow]) per tenant+model and per org, a
+// per-tenant+model burst check is the seed limiter ([GatewayLimiter]: an
+// exact [SlidingWindowLog] for RPM, then a [TokenBucket] for burst), and
+// admitted requests are then released at a constant pace by a leaky-bucket
+// [Pacer] whose rate is base(tenant, model) × factor(model) × factor(global).
+// [Admitter] composes the admission checks; [Quotas] and [Table] hold the
+// configured and live limits.
+//
+// Every algorithm reads time only through an injected [Clock] (or an
+// explicit now argument), never starts a goroutine, and evicts idle keys
+// lazily: each call sweeps a few entries of its shard. All limiter types
+// are safe for concurrent use.
+package policy

@@ -1,0 +1,207 @@
+package policy
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// RateSource supplies a bucket's base release rate (implemented by
+// [Table]).
+type RateSource interface {
+	// BaseRate returns k's configured rate in requests/s (or tokens/s when
+	// callers pass token costs; +Inf = unpaced) and whether k's tenant
+	// has high priority.
+	BaseRate(k Key) (perSec float64, high bool)
+}
+
+// PacerOption configures a Pacer.
+type PacerOption func(*Pacer)
+
+// WithPacerClock makes the pacer read time from c instead of
+// [SystemClock].
+func WithPacerClock(c Clock) PacerOption { return func(p *Pacer) { p.clock = c } }
+
+// WithPacerIdle sets how long after its next slot an untouched key is
+// forgotten (default [DefaultPacerIdle]). A forgotten key restarts from
+// "now", exactly as it would after that much idleness anyway.
+func WithPacerIdle(d time.Duration) PacerOption { return func(p *Pacer) { p.idle = int64(d) } }
+
+// DefaultPacerIdle is the default idle horizon of a Pacer.
+const DefaultPacerIdle = time.Minute
+
+// pausedWait is returned when the effective rate is zero (or NaN): the
+// consumer comes back soon enough to notice the rate rising again.
+const pausedWait = time.Second
+
+// Pacer is the leaky bucket that releases each tenant+model at a constant
+// rate: rate = base(tenant, model) × column factor(model) × global factor.
+//
+// Per key it keeps only the last release slot and that release's cost;
+// the next slot is last + lastCost/rate, computed with the rate at the
+// time of asking. So a rate change (base, column or global) applies at
+// once to the pending slot, stretching or advancing it, without losing
+// state or reordering anything. A consumer that comes back late by less
+// than one interval keeps the slot grid (the long-run rate stays exact);
+// later than that, the key restarts from now, so an idle key earns no
+// burst.
+//
+// Pacer is safe for concurrent use; it never starts a goroutine. Idle
+// keys are evicted by a few-entries-per-call sweep. Make it with
+// [NewPacer].
+type Pacer struct {
+	src     RateSource
+	clock   Clock
+	epoch   time.Time // time line origin: slots are int64 ns since epoch
+	idle    int64     // ns after its next slot that a key is forgotten
+	global  atomic.Uint64
+	columns atomic.Pointer[map[string]float64] // copy on write; nil = all neutral
+	keys    store[pacerState]
+}
+
+type pacerState struct {
+	last int64   // ns of the last release slot
+	cost float64 // cost of that release
+	next int64   // next slot at the rate of the last release: eviction hint
+}
+
+// NewPacer returns a pacer reading base rates from src.
+func NewPacer(src RateSource, opts ...PacerOption) *Pacer {
+	p := &Pacer{src: src, clock: SystemClock, idle: int64(DefaultPacerIdle)}
+	for _, o := range opts {
+		o(p)
+	}
+	p.epoch = p.clock.Now()
+	p.global.Store(math.Float64bits(1))
+	p.keys.init(numShards, p.idleKey)
+	return p
+}
+
+// idleKey reports whether a key has been idle past its next slot for
+// longer than the horizon, so forgetting it changes nothing.
+func (p *Pacer) idleKey(s *pacerState, now int64) bool { return now-s.next > p.idle }
+
+// AcquireOrSuspend is AcquireOrSuspendAt at the pacer's clock.
+func (p *Pacer) AcquireOrSuspend(k Key, cost float64) time.Duration {
+	return p.AcquireOrSuspendAt(p.clock.Now(), k, cost)
+}
+
+// AcquireOrSuspendAt returns 0 when k's next release slot has come (the
+// slot is taken: release one request of the given cost now), or else how
+// long until that slot (nothing taken: ask again then). Cost is 1 per
+// request, or tokens when k's rate is in tokens/s; a non-positive or NaN
+// cost counts as 1.
+func (p *Pacer) AcquireOrSuspendAt(now time.Time, k Key, cost float64) time.Duration {
+	if !(cost > 0) {
+		cost = 1
+	}
+	rate := p.EffectiveRate(k)
+	switch {
+	case math.IsInf(rate, 1):
+		return 0 // unpaced
+	case !(rate > 0):
+		return pausedWait
+	}
+	t := int64(now.Sub(p.epoch))
+	sh, h := p.keys.lock(k)
+	defer sh.mu.Unlock()
+	s, fresh := sh.getOrAdd(&p.keys, k, h, t)
+	if fresh {
+		*s = pacerState{last: t, cost: cost, next: t + interval(cost, rate)}
+		return 0
+	}
+	gap := interval(s.cost, rate)
+	slot := s.last + gap
+	if t < s.last { // the clock went back: measure from the last slot
+		t = s.last
+	}
+	if t < slot {
+		return time.Duration(slot - t)
+	}
+	if t-slot >= gap { // too late to keep the grid: an idle key earns no burst
+		slot = t
+	}
+	*s = pacerState{last: slot, cost: cost, next: slot + interval(cost, rate)}
+	return 0
+}
+
+// maxInterval caps one slot interval so slot arithmetic cannot overflow.
+const maxInterval = int64(100 * 365 * 24 * time.Hour)
+
+// interval returns cost/rate in ns, rounded up and capped.
+func interval(cost, rate float64) int64 {
+	return min(int64(durationOf(cost/rate)), maxInterval)
+}
+
+// EffectiveRate returns k's current rate: base × column × global. A
+// high-priority tenant ignores a column factor below 1, so it keeps its
+// pace when a model's column is tightened.
+func (p *Pacer) EffectiveRate(k Key) float64 {
+	base, high := p.src.BaseRate(k)
+	col := p.ColumnFactor(k.Model)
+	if high && col < 1 {
+		col = 1
+	}
+	return base * col * p.GlobalFactor()
+}
+
+// SetColumnFactor scales the rate of every bucket of model by f (1 =
+// neutral, +Inf = unpaced). It panics unless f > 0.
+func (p *Pacer) SetColumnFactor(model string, f float64) {
+	mustFactor(f)
+	for {
+		old := p.columns.Load()
+		next := make(map[string]float64, mapLen(old)+1)
+		if old != nil {
+			for m, v := range *old {
+				next[m] = v
+			}
+		}
+		if f == 1 {
+			delete(next, model)
+		} else {
+			next[model] = f
+		}
+		if p.columns.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+func mapLen(m *map[string]float64) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
+}
+
+// ColumnFactor returns model's column factor (1 unless set).
+func (p *Pacer) ColumnFactor(model string) float64 {
+	if m := p.columns.Load(); m != nil && len(*m) > 0 {
+		if f, ok := (*m)[model]; ok {
+			return f
+		}
+	}
+	return 1
+}
+
+// SetGlobalFactor scales every bucket's rate by f (1 = neutral). It
+// panics unless f > 0.
+func (p *Pacer) SetGlobalFactor(f float64) {
+	mustFactor(f)
+	p.global.Store(math.Float64bits(f))
+}
+
+// GlobalFactor returns the global factor.
+func (p *Pacer) GlobalFactor() float64 { return math.Float64frombits(p.global.Load()) }
+
+// mustFactor panics on a factor that would stop or corrupt pacing: that
+// is a bug in the caller (the control loop clamps to min_factor > 0).
+func mustFactor(f float64) {
+	if !(f > 0) {
+		panic("policy: pacing factor must be > 0")
+	}
+}
+
+// Len returns the number of keys currently held.
+func (p *Pacer) Len() int { return p.keys.len() }

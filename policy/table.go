@@ -1,0 +1,253 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacegate/pacegate/policy/config"
+)
+
+// Override is a runtime change to some limits, set through the admin API.
+// A nil field leaves that limit as configured; the zero value overrides
+// nothing (and setting it removes an override).
+type Override struct {
+	RPM, TPM, Burst *int64
+	Rate            *float64
+	Backlog         *int
+	MaxWait         *time.Duration
+}
+
+// IsZero reports whether o overrides nothing.
+func (o Override) IsZero() bool { return o == Override{} }
+
+// Validate reports the first invalid field, by its config name.
+func (o Override) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{{"rpm", o.RPM}, {"tpm", o.TPM}, {"burst", o.Burst}} {
+		if f.v != nil && *f.v < 0 {
+			return fmt.Errorf("%s: must be >= 0", f.name)
+		}
+	}
+	switch {
+	case o.Rate != nil && !(*o.Rate > 0):
+		return errors.New("rate: must be > 0")
+	case o.Backlog != nil && *o.Backlog < 0:
+		return errors.New("backlog: must be >= 0")
+	case o.MaxWait != nil && *o.MaxWait <= 0:
+		return errors.New("max_wait: must be > 0")
+	}
+	return nil
+}
+
+// apply overlays the fields o sets on l.
+func (o *Override) apply(l Limits) Limits {
+	if o.RPM != nil {
+		l.RPM = *o.RPM
+	}
+	if o.TPM != nil {
+		l.TPM = *o.TPM
+	}
+	if o.Burst != nil {
+		l.Burst = *o.Burst
+	}
+	if o.Rate != nil {
+		l.Rate = *o.Rate
+	}
+	if o.Backlog != nil {
+		l.Backlog = *o.Backlog
+	}
+	if o.MaxWait != nil {
+		l.MaxWait = *o.MaxWait
+	}
+	return l
+}
+
+// survive returns o without the fields whose configured value changed
+// between old and new: a config edit to a field wins over an older
+// runtime override of that same field.
+func (o Override) survive(old, new Limits) Override {
+	if old.RPM != new.RPM {
+		o.RPM = nil
+	}
+	if old.TPM != new.TPM {
+		o.TPM = nil
+	}
+	if old.Burst != new.Burst {
+		o.Burst = nil
+	}
+	if old.Rate != new.Rate {
+		o.Rate = nil
+	}
+	if old.Backlog != new.Backlog {
+		o.Backlog = nil
+	}
+	if old.MaxWait != new.MaxWait {
+		o.MaxWait = nil
+	}
+	return o
+}
+
+// Table is the live quota state: a [Quotas] snapshot plus runtime
+// overrides. It is safe for concurrent use. Reads are lock-free (one
+// atomic pointer load of an immutable state); writers serialise on a
+// mutex and publish a new state (copy on write, as writes are rare admin
+// calls). A Table must be made with [NewTable].
+type Table struct {
+	mu    sync.Mutex // serialises writers
+	state atomic.Pointer[tableState]
+}
+
+// tableState is immutable once published.
+type tableState struct {
+	q       *Quotas
+	buckets map[Key]Override
+	tenants map[string]Override
+}
+
+// NewTable returns a table serving q with no overrides.
+func NewTable(q *Quotas) *Table {
+	t := new(Table)
+	t.state.Store(&tableState{q: q})
+	return t
+}
+
+// Quotas returns the current configuration snapshot.
+func (t *Table) Quotas() *Quotas { return t.state.Load().q }
+
+// Authenticate implements [Quotas.Authenticate] on the current snapshot.
+func (t *Table) Authenticate(apiKey string) (*Tenant, bool) {
+	return t.state.Load().q.Authenticate(apiKey)
+}
+
+// Tenant implements [Quotas.Tenant] on the current snapshot.
+func (t *Table) Tenant(id string) (*Tenant, bool) { return t.state.Load().q.Tenant(id) }
+
+// OrgLimits implements [Quotas.OrgLimits] on the current snapshot.
+func (t *Table) OrgLimits(org string) Limits { return t.state.Load().q.OrgLimits(org) }
+
+// Limits returns the live limits of bucket k: a bucket override beats a
+// tenant override, which beats the configuration.
+func (t *Table) Limits(k Key) Limits {
+	s := t.state.Load()
+	return s.limits(k)
+}
+
+func (s *tableState) limits(k Key) Limits {
+	l := s.q.Limits(k)
+	if len(s.tenants) > 0 { // skip the hash when there are no overrides
+		if o, ok := s.tenants[k.Tenant]; ok {
+			l = o.apply(l)
+		}
+	}
+	if len(s.buckets) > 0 {
+		if o, ok := s.buckets[k]; ok {
+			l = o.apply(l)
+		}
+	}
+	return l
+}
+
+// BaseRate implements [RateSource.BaseRate]: the live Rate of k and
+// whether its tenant has high priority.
+func (t *Table) BaseRate(k Key) (perSec float64, high bool) {
+	s := t.state.Load()
+	if tn, ok := s.q.tenants[k.Tenant]; ok {
+		high = tn.Priority == PriorityHigh
+	}
+	return s.limits(k).Rate, high
+}
+
+// SetBucketOverride replaces the override of bucket k; the zero Override
+// removes it. The tenant must exist in the current snapshot.
+func (t *Table) SetBucketOverride(k Key, o Override) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := config.CheckName(k.Model); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	return t.update(k.Tenant, func(s *tableState) {
+		s.buckets = maps.Clone(s.buckets)
+		setOrDelete(&s.buckets, k, o)
+	})
+}
+
+// SetTenantOverride replaces the override applying to all of tenant's
+// buckets; the zero Override removes it.
+func (t *Table) SetTenantOverride(tenant string, o Override) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	return t.update(tenant, func(s *tableState) {
+		s.tenants = maps.Clone(s.tenants)
+		setOrDelete(&s.tenants, tenant, o)
+	})
+}
+
+// update publishes a modified copy of the state after checking that
+// tenant is known.
+func (t *Table) update(tenant string, change func(*tableState)) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur := t.state.Load()
+	if _, ok := cur.q.tenants[tenant]; !ok {
+		return fmt.Errorf("tenant: unknown tenant %q", tenant)
+	}
+	next := *cur
+	change(&next)
+	t.state.Store(&next)
+	return nil
+}
+
+func setOrDelete[K comparable](m *map[K]Override, k K, o Override) {
+	if o.IsZero() {
+		delete(*m, k)
+		return
+	}
+	if *m == nil {
+		*m = map[K]Override{}
+	}
+	(*m)[k] = o
+}
+
+// Overrides returns copies of the current bucket and tenant overrides.
+func (t *Table) Overrides() (buckets map[Key]Override, tenants map[string]Override) {
+	s := t.state.Load()
+	buckets, tenants = maps.Clone(s.buckets), maps.Clone(s.tenants)
+	if buckets == nil {
+		buckets = map[Key]Override{}
+	}
+	if tenants == nil {
+		tenants = map[string]Override{}
+	}
+	return buckets, tenants
+}
+
+// Reload swaps in a new configuration snapshot. Each override field
+// survives unless the new config changed that same field's value against
+// the old config (for a bucket override: the bucket's configured limits;
+// for a tenant override: the tenant-level limits). Overrides of tenants
+// that no longer exist are dropped.
+func (t *Table) Reload(q *Quotas) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.state.Load()
+	next := &tableState{q: q}
+	for k, o := range old.buckets {
+		if _, ok := q.tenants[k.Tenant]; ok {
+			setOrDelete(&next.buckets, k, o.survive(old.q.Limits(k), q.Limits(k)))
+		}
+	}
+	for id, o := range old.tenants {
+		if _, ok := q.tenants[id]; ok {
+			setOrDelete(&next.tenants, id, o.survive(old.q.TenantLimits(id), q.TenantLimits(id)))
+		}
+	}
+	t.state.Store(next)
+}

@@ -1,0 +1,169 @@
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"time"
+)
+
+// DefaultMaxEventBytes bounds one line and one event's data unless
+// [WithMaxEventBytes] says otherwise.
+const DefaultMaxEventBytes = 1 << 20
+
+// ErrEventTooLarge is returned by [Decoder.Next] when a line or an event's
+// data exceeds the decoder's limit. The decoder stops there.
+var ErrEventTooLarge = errors.New("sse: event exceeds size limit")
+
+// Event is one dispatched event, or a comment when Comment is true. It
+// is a plain value; the zero Event is an empty "message" event.
+type Event struct {
+	// ID is the last event id seen on the stream so far: as in the HTML
+	// specification it carries over to later events until another id
+	// field replaces it.
+	ID string
+	// Event is the event type; empty means "message".
+	Event string
+	// Data is the event's data lines joined with "\n". For a comment it
+	// is the comment text (one leading space removed). It is owned by the
+	// caller.
+	Data []byte
+	// Retry is the last valid retry value seen on the stream (0 if none).
+	Retry time.Duration
+	// Comment marks a ":" line, returned only [WithComments].
+	Comment bool
+}
+
+// Option configures a [Decoder].
+type Option func(*Decoder)
+
+// WithComments makes Next return comment lines as events with Comment set
+// instead of skipping them.
+func WithComments() Option { return func(d *Decoder) { d.comments = true } }
+
+// WithMaxEventBytes bounds a line and an event's data to n bytes (n > 0).
+func WithMaxEventBytes(n int) Option {
+	return func(d *Decoder) {
+		if n > 0 {
+			d.max = n
+		}
+	}
+}
+
+// Decoder reads events from a stream. Its zero value is not usable; call
+// [NewDecoder]. A Decoder is not safe for concurrent use.
+type Decoder struct {
+	r        io.Reader
+	buf      []byte // buf[off:] is input read but not yet consumed
+	off      int
+	rerr     error // the reader's error, seen once buf is drained
+	err      error // terminal error returned by every later Next
+	skipLF   bool  // the last line ended in CR; a leading LF belongs to it
+	started  bool  // the first line (which may carry a BOM) was seen
+	max      int
+	comments bool
+
+	// the event being built
+	data    []byte
+	hasData bool
+	event   string
+	id      string
+	retry   time.Duration
+	dirty   bool // a field line was seen since the last blank line
+}
+
+// NewDecoder returns a Decoder reading from r.
+func NewDecoder(r io.Reader, opts ...Option) *Decoder {
+	d := &Decoder{r: r, max: DefaultMaxEventBytes}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
+}
+
+// Next returns the next event. At the end of the input it returns io.EOF,
+// or io.ErrUnexpectedEOF when the input stopped inside an event (a
+// truncated stream). Errors are terminal.
+func (d *Decoder) Next() (Event, error) {
+	for d.err == nil {
+		line, err := d.line()
+		if err != nil {
+			d.err = err
+			break
+		}
+		if ev, ok := d.process(line); ok {
+			return ev, nil
+		}
+		if len(d.data) > d.max {
+			d.err = ErrEventTooLarge
+		}
+	}
+	return Event{}, d.err
+}
+
+// line returns the next complete line without its terminator. The slice
+// aliases d.buf and is valid until the next call.
+func (d *Decoder) line() ([]byte, error) {
+	for stalls := 0; ; {
+		if d.skipLF && d.off < len(d.buf) {
+			// The LF of a CRLF that arrived in a later read.
+			if d.buf[d.off] == '\n' {
+				d.off++
+			}
+			d.skipLF = false
+		}
+		rest := d.buf[d.off:]
+		if i := bytes.IndexAny(rest, "\r\n"); i >= 0 {
+			if i > d.max {
+				return nil, ErrEventTooLarge
+			}
+			d.off += i + 1
+			d.skipLF = rest[i] == '\r'
+			return rest[:i], nil
+		}
+		if len(rest) > d.max {
+			return nil, ErrEventTooLarge
+		}
+		if d.rerr != nil {
+			return nil, d.endErr(len(rest) > 0)
+		}
+		if d.fill() {
+			stalls = 0
+		} else if stalls++; stalls > 100 {
+			return nil, io.ErrNoProgress
+		}
+	}
+}
+
+// endErr is the error for the end of input; partial says an unterminated
+// line was left.
+func (d *Decoder) endErr(partial bool) error {
+	if d.rerr != io.EOF {
+		return d.rerr
+	}
+	if partial || d.dirty {
+		return io.ErrUnexpectedEOF
+	}
+	return io.EOF
+}
+
+// fill reads more input after the unconsumed tail; it reports whether any
+// bytes arrived.
+func (d *Decoder) fill() bool {
+	n := copy(d.buf, d.buf[d.off:])
+	d.buf, d.off = d.buf[:n], 0
+	if n == cap(d.buf) {
+		// A line longer than the buffer: grow, but only to max+1 so that
+		// an overlong line is detected without buffering all of it.
+		size := min(max(2*cap(d.buf), 4096), d.max+1)
+		nb := make([]byte, n, size)
+		copy(nb, d.buf)
+		d.buf = nb
+	}
+	m, err := d.r.Read(d.buf[n:cap(d.buf)])
+	d.buf = d.buf[:n+m]
+	if err != nil {
+		d.rerr = err
+	}
+	return m > 0 || err != nil
+}

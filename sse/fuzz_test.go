@@ -1,0 +1,45 @@
+package sse
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/iotest"
+)
+
+// FuzzDecoder checks that decoding does not depend on how the input is
+// split across reads: the whole input, every two-part split and a 1-byte
+// reader must yield the same events and the same final error.
+func FuzzDecoder(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.sse")
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, uint8(0))
+	}
+	f.Add([]byte("data: a\r\n\r\n"), uint8(4))
+	f.Fuzz(func(t *testing.T, in []byte, small uint8) {
+		if len(in) > 2048 {
+			t.Skip("quadratic in the input size")
+		}
+		var opts []Option
+		if small > 0 {
+			// Exercise ErrEventTooLarge at every position too.
+			opts = append(opts, WithMaxEventBytes(int(small)))
+		}
+		opts = append(opts, WithComments())
+		want := render(NewDecoder(bytes.NewReader(in), opts...))
+		if got := render(NewDecoder(iotest.OneByteReader(bytes.NewReader(in)), opts...)); got != want {
+			t.Fatalf("1-byte reader:\n%s\nwhole:\n%s", got, want)
+		}
+		for i := 1; i < len(in); i++ {
+			r := &chunkReader{chunks: []string{string(in[:i]), string(in[i:])}}
+			if got := render(NewDecoder(r, opts...)); got != want {
+				t.Fatalf("split at %d:\n%s\nwhole:\n%s", i, got, want)
+			}
+		}
+	})
+}

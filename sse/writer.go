@@ -1,0 +1,142 @@
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// ErrWritingDownstream wraps every write or flush failure of a [Writer]:
+// it almost always means the client went away, and keeps such errors
+// apart from upstream ones.
+var ErrWritingDownstream = errors.New("sse: writing downstream")
+
+// Writer frames events onto an http.ResponseWriter and flushes each one.
+// The zero value is not usable; call [NewWriter]. A Writer is safe for
+// concurrent use: a heartbeat may race a chunk, and one mutex keeps
+// their frames whole. After the first error every method returns it.
+type Writer struct {
+	mu     sync.Mutex
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	header bool
+	err    error
+	buf    []byte // frame scratch, reused so Data does not allocate
+}
+
+// NewWriter returns a Writer on w. Flushes go through
+// http.NewResponseController, so wrappers of w must have an
+// Unwrap() http.ResponseWriter method for them to reach the connection.
+func NewWriter(w http.ResponseWriter) *Writer {
+	return &Writer{w: w, rc: http.NewResponseController(w)}
+}
+
+// WriteHeader sends the status with the event-stream headers. It is
+// called with 200 by the first event if not before; later calls do
+// nothing. Connection: keep-alive only matters to HTTP/1 peers; Go's
+// HTTP/2 server removes it, as RFC 9113 requires.
+func (sw *Writer) WriteHeader(status int) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.writeHeader(status)
+}
+
+// writeHeader requires sw.mu held.
+func (sw *Writer) writeHeader(status int) {
+	if sw.header {
+		return
+	}
+	sw.header = true
+	h := sw.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	// Tells nginx-style proxies not to buffer the stream.
+	h.Set("X-Accel-Buffering", "no")
+	h.Del("Content-Length")
+	sw.w.WriteHeader(status)
+}
+
+// HeaderWritten reports whether the status line has been sent: after
+// that, errors can only be reported inside the stream.
+func (sw *Writer) HeaderWritten() bool {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.header
+}
+
+// Data sends p as one event: "data: <line>\n" per line of p, then a blank
+// line. An empty p sends "data: \n\n".
+func (sw *Writer) Data(p []byte) error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.buf = appendField(sw.buf[:0], "data: ", p)
+	sw.buf = append(sw.buf, '\n')
+	return sw.send()
+}
+
+// Event sends a named event ("event: name\n" followed by data lines).
+func (sw *Writer) Event(name string, data []byte) error {
+	if strings.ContainsAny(name, "\r\n") {
+		return fmt.Errorf("sse: event name %q contains a line break", name)
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.buf = append(append(append(sw.buf[:0], "event: "...), name...), '\n')
+	sw.buf = appendField(sw.buf, "data: ", data)
+	sw.buf = append(sw.buf, '\n')
+	return sw.send()
+}
+
+// Comment sends ": text\n\n", which clients ignore: a keep-alive or a
+// progress note.
+func (sw *Writer) Comment(text string) error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.buf = appendField(sw.buf[:0], ": ", []byte(text))
+	sw.buf = append(sw.buf, '\n')
+	return sw.send()
+}
+
+// Done sends the OpenAI end-of-stream marker "data: [DONE]\n\n".
+func (sw *Writer) Done() error { return sw.Data(doneData) }
+
+var doneData = []byte("[DONE]")
+
+// send writes sw.buf and flushes; requires sw.mu held.
+func (sw *Writer) send() error {
+	if sw.err != nil {
+		return sw.err
+	}
+	sw.writeHeader(http.StatusOK)
+	if _, err := sw.w.Write(sw.buf); err != nil {
+		sw.err = fmt.Errorf("%w: %w", ErrWritingDownstream, err)
+		return sw.err
+	}
+	if err := sw.rc.Flush(); err != nil {
+		sw.err = fmt.Errorf("%w: flush: %w", ErrWritingDownstream, err)
+		return sw.err
+	}
+	return nil
+}
+
+// appendField appends prefix+line+"\n" for each line of p, splitting on
+// LF, CR and CRLF so that no byte of p can end the event early.
+func appendField(dst []byte, prefix string, p []byte) []byte {
+	for {
+		i := bytes.IndexAny(p, "\r\n")
+		if i < 0 {
+			dst = append(append(dst, prefix...), p...)
+			return append(dst, '\n')
+		}
+		dst = append(append(dst, prefix...), p[:i]...)
+		dst = append(dst, '\n')
+		if p[i] == '\r' && i+1 < len(p) && p[i+1] == '\n' {
+			i++
+		}
+		p = p[i+1:]
+	}
+}
