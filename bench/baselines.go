@@ -51,8 +51,7 @@ func bareProxy(upstream string, conns int) http.Handler {
 		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
 		FlushInterval: -1,
 		Transport:     proxyTransport(conns),
-		ErrorLog: log.New(os.Stderr, "PROXY ", 0),
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) { println("PROXYERR", err.Error()); w.WriteHeader(502) },
+		ErrorLog:      discardLog,
 	}
 }
 

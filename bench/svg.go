@@ -45,7 +45,8 @@ const (
 	padL, padR, padT, padB     = 78, 24, 44, 58
 	plotW, plotH               = svgW - padL - padR, svgH - padT - padB
 	nTicks                     = 6
-	fontAttr                   = `font-family="sans-serif" font-size="12"`
+	fontFamily                 = `font-family="sans-serif"`
+	fontAttr                   = fontFamily + ` font-size="12"`
 	svgHeaderFmt               = `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">` + "\n"
 	legendRow, legendX, legend = 16, padL + 12, padT + 14
 )
@@ -144,7 +145,7 @@ func drawSeries(b *bytes.Buffer, s Series, color string, xa, ya axis) {
 func frame(b *bytes.Buffer, title, xlabel, ylabel string) {
 	fmt.Fprintf(b, svgHeaderFmt, svgW, svgH, svgW, svgH)
 	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="white"/>`+"\n", svgW, svgH)
-	fmt.Fprintf(b, `<text x="%d" y="24" %s font-size="15" font-weight="bold">%s</text>`+"\n", padL, fontAttr, esc(title))
+	fmt.Fprintf(b, `<text x="%d" y="24" %s font-size="15" font-weight="bold">%s</text>`+"\n", padL, fontFamily, esc(title))
 	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>`+"\n", padL, padT, plotW, plotH)
 	fmt.Fprintf(b, `<text x="%d" y="%d" %s text-anchor="middle">%s</text>`+"\n", padL+plotW/2, svgH-12, fontAttr, esc(xlabel))
 	fmt.Fprintf(b, `<text x="16" y="%d" %s text-anchor="middle" transform="rotate(-90 16 %d)">%s</text>`+"\n",
@@ -203,7 +204,7 @@ func (c *BarChart) SVG() []byte {
 			x := gx + groupW*0.1 + float64(si)*barW
 			y := py(ya, v)
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", x, y, barW-2, float64(padT+plotH)-y, palette[si%len(palette)])
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" %s font-size="10" text-anchor="middle">%s</text>`+"\n", x+barW/2-1, y-3, fontAttr, fmtTick(round3(v)))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" %s font-size="10" text-anchor="middle">%s</text>`+"\n", x+barW/2-1, y-3, fontFamily, fmtTick(round3(v)))
 		}
 	}
 	for i, s := range c.Series {

@@ -12,7 +12,16 @@ func wellFormed(t *testing.T, svg []byte) {
 	t.Helper()
 	d := xml.NewDecoder(strings.NewReader(string(svg)))
 	for {
-		_, err := d.Token()
+		tok, err := d.Token()
+		if se, ok := tok.(xml.StartElement); ok {
+			seen := map[string]bool{}
+			for _, a := range se.Attr {
+				if seen[a.Name.Local] {
+					t.Fatalf("<%s> repeats attribute %s", se.Name.Local, a.Name.Local)
+				}
+				seen[a.Name.Local] = true
+			}
+		}
 		if err != nil {
 			if err.Error() == "EOF" {
 				return

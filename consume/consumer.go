@@ -52,6 +52,11 @@ type ConsumerConfig struct {
 	// CapacityBackoff is how long a bucket is suspended when no upstream
 	// has capacity for its model. Zero means 25 ms.
 	CapacityBackoff time.Duration
+	// MaxSuspend caps one suspension, so that a rate increase reaches a
+	// bucket suspended under the old, slower rate within MaxSuspend. Zero
+	// means no cap: right for a backend that implements [Waker], where
+	// the app wakes the touched buckets instead.
+	MaxSuspend time.Duration
 }
 
 // ErrConsumerClosed is sent to a request delivered after Consumer.Close.
@@ -168,6 +173,9 @@ func (c *Consumer) drop(x delivery, reason string) Result {
 }
 
 func (c *Consumer) suspend(x delivery, d time.Duration, reason string) Result {
+	if c.cfg.MaxSuspend > 0 {
+		d = min(d, max(c.cfg.MaxSuspend, c.minSuspend))
+	}
 	if c.cfg.Buckets != nil {
 		c.cfg.Buckets.MarkSuspended(x.key, time.Now().Add(d))
 	}

@@ -219,6 +219,21 @@ func TestConsumerPaceSuspends(t *testing.T) {
 	}
 }
 
+// With MaxSuspend set (a backend that cannot be woken), a long pacing wait
+// becomes several short suspensions, so that a rate increase is felt
+// within MaxSuspend.
+func TestConsumerMaxSuspendCapsLongWaits(t *testing.T) {
+	r := newRig(30*time.Millisecond, func(policy.Key, float64) time.Duration { return 20 * time.Second })
+	r.c.cfg.MaxSuspend = time.Second
+	d, _ := r.enqueue(context.Background(), "1", true)
+	if res := r.c.Handle(context.Background(), d); res != Suspend(time.Second) {
+		t.Fatalf("got %v, want suspend(1s)", res)
+	}
+	if got := r.obs.events(); !slices.Equal(got, []string{"suspended 1s pace"}) {
+		t.Fatalf("observer %v", got)
+	}
+}
+
 // A wait below MinSuspend is made up locally, then the pacer is asked again.
 func TestConsumerShortWaitIsLocal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

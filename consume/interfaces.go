@@ -47,3 +47,13 @@ type Slot interface {
 	// (or twice) is a no-op.
 	Release()
 }
+
+// Waker is implemented by a Backend that can end a LiteTopic's suspension
+// early (the embedded engine). After a rate increase the app wakes the
+// suspended buckets it touches, so requests already queued speed up at
+// once instead of sleeping out a wait computed at the old rate. RocketMQ
+// holds suspensions in the broker and cannot; there the consumer caps each
+// suspension instead (ConsumerConfig.MaxSuspend).
+type Waker interface {
+	Wake(liteTopic string) bool
+}

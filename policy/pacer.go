@@ -57,6 +57,7 @@ type Pacer struct {
 	global  atomic.Uint64
 	columns atomic.Pointer[map[string]float64] // copy on write; nil = all neutral
 	keys    store[pacerState]
+	changes changeNotifier
 }
 
 type pacerState struct {
@@ -163,6 +164,7 @@ func (p *Pacer) SetColumnFactor(model string, f float64) {
 			next[model] = f
 		}
 		if p.columns.CompareAndSwap(old, &next) {
+			p.changes.notify(Change{Model: model})
 			return
 		}
 	}
@@ -190,7 +192,13 @@ func (p *Pacer) ColumnFactor(model string) float64 {
 func (p *Pacer) SetGlobalFactor(f float64) {
 	mustFactor(f)
 	p.global.Store(math.Float64bits(f))
+	p.changes.notify(Change{All: true})
 }
+
+// OnChange installs f to be called after each factor change (nil removes
+// it). It is how queued requests learn of a speed-up: the app wakes the
+// suspended buckets the change touches. f must not block for long.
+func (p *Pacer) OnChange(f func(Change)) { p.changes.set(f) }
 
 // GlobalFactor returns the global factor.
 func (p *Pacer) GlobalFactor() float64 { return math.Float64frombits(p.global.Load()) }

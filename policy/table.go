@@ -99,8 +99,9 @@ func (o Override) survive(old, new Limits) Override {
 // mutex and publish a new state (copy on write, as writes are rare admin
 // calls). A Table must be made with [NewTable].
 type Table struct {
-	mu    sync.Mutex // serialises writers
-	state atomic.Pointer[tableState]
+	mu      sync.Mutex // serialises writers
+	state   atomic.Pointer[tableState]
+	changes changeNotifier
 }
 
 // tableState is immutable once published.
@@ -172,10 +173,14 @@ func (t *Table) SetBucketOverride(k Key, o Override) error {
 	if err := config.CheckName(k.Model); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
-	return t.update(k.Tenant, func(s *tableState) {
+	err := t.update(k.Tenant, func(s *tableState) {
 		s.buckets = maps.Clone(s.buckets)
 		setOrDelete(&s.buckets, k, o)
 	})
+	if err == nil {
+		t.changes.notify(Change{Key: k})
+	}
+	return err
 }
 
 // SetTenantOverride replaces the override applying to all of tenant's
@@ -184,11 +189,19 @@ func (t *Table) SetTenantOverride(tenant string, o Override) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	return t.update(tenant, func(s *tableState) {
+	err := t.update(tenant, func(s *tableState) {
 		s.tenants = maps.Clone(s.tenants)
 		setOrDelete(&s.tenants, tenant, o)
 	})
+	if err == nil {
+		t.changes.notify(Change{Tenant: tenant})
+	}
+	return err
 }
+
+// OnChange installs f to be called after each override change and reload
+// (nil removes it); see [Pacer.OnChange].
+func (t *Table) OnChange(f func(Change)) { t.changes.set(f) }
 
 // update publishes a modified copy of the state after checking that
 // tenant is known.
@@ -235,6 +248,11 @@ func (t *Table) Overrides() (buckets map[Key]Override, tenants map[string]Overri
 // for a tenant override: the tenant-level limits). Overrides of tenants
 // that no longer exist are dropped.
 func (t *Table) Reload(q *Quotas) {
+	t.reload(q)
+	t.changes.notify(Change{All: true})
+}
+
+func (t *Table) reload(q *Quotas) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.state.Load()

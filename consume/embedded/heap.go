@@ -2,24 +2,31 @@ package embedded
 
 // timerHeap is a min-heap of suspended topics ordered by due. Hand-written
 // rather than container/heap to avoid boxing each topic in an interface.
-// Only the minimum is ever removed, so topics need no heap index.
+// Each topic keeps its index (hidx) so that Wake can take it out early.
 type timerHeap []*topic
 
 func (h *timerHeap) push(t *topic) {
+	t.hidx = int32(len(*h))
 	*h = append(*h, t)
 	h.up(len(*h) - 1)
 }
 
 // popMin removes and returns the topic due first.
-func (h *timerHeap) popMin() *topic {
+func (h *timerHeap) popMin() *topic { return h.remove(0) }
+
+// remove takes out the topic at index i and returns it.
+func (h *timerHeap) remove(i int) *topic {
 	old := *h
-	t := old[0]
+	t := old[i]
 	last := len(old) - 1
-	old[0] = old[last]
+	if i != last {
+		h.swap(i, last)
+	}
 	old[last] = nil
 	*h = old[:last]
-	if last > 0 {
-		h.down(0)
+	if i < last {
+		h.down(i)
+		h.up(i)
 	}
 	return t
 }
@@ -55,4 +62,6 @@ func (h timerHeap) down(i int) {
 
 func (h timerHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
+	h[i].hidx = int32(i)
+	h[j].hidx = int32(j)
 }

@@ -34,6 +34,7 @@ type topic struct {
 	// rate estimates the drain rate for FullError.RetryAfter.
 	rate  drainRate
 	n     int32 // queued messages, including the one in flight
+	hidx  int32 // index in the timer heap while suspended
 	state uint8
 }
 

@@ -5,82 +5,15 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pacegate/pacegate/gateway/admin/uitest"
 	"github.com/pacegate/pacegate/policy"
 )
-
-// chromium returns the browser binary, or skips the test: absent
-// chromium is a failure only in CI (where scripts/chromium.sh installs
-// it).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium not found and CI is set: run scripts/chromium.sh")
-	}
-	t.Skip("chromium not found: run scripts/chromium.sh to run the browser test (CI unset, skipping)")
-	return ""
-}
-
-// browser starts a headless Chromium with a fresh profile.
-func browser(t *testing.T, ctx context.Context) context.Context {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium(t)),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 720),
-	}
-	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(cancel)
-	bctx, cancel2 := chromedp.NewContext(actx)
-	t.Cleanup(cancel2)
-	return bctx
-}
-
-// artifactPath returns <module root>/artifacts/ui/<name>, creating the
-// directory.
-func artifactPath(t *testing.T, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	out := filepath.Join(dir, "artifacts", "ui")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(out, name)
-}
 
 // waitFor polls cond until it holds or the deadline passes: the browser
 // works on its own schedule, so this is the one place a poll is used.
@@ -102,7 +35,7 @@ func TestMatrixPageInChromium(t *testing.T) {
 	f.pacer = policy.NewPacer(f.table) // the wall clock: the page runs in real time
 	f.h = New(Config{Token: testToken, Table: f.table, Pacer: f.pacer, Buckets: f.buckets,
 		Models: func() []string { return []string{llama, "small"} }, Logger: discard()})
-	bctx := browser(t, ctx)
+	bctx := uitest.Browser(t, ctx)
 	srv := httptest.NewServer(f.h)
 	defer srv.Close()
 
@@ -157,14 +90,6 @@ func TestMatrixPageInChromium(t *testing.T) {
 	if got := f.pacer.GlobalFactor(); got != 0.5 {
 		t.Fatalf("GlobalFactor = %v, want 0.5", got)
 	}
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100 = PNG; below is JPEG
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := artifactPath(t, "matrix.png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
+	path := uitest.Screenshot(t, bctx, "matrix-admin.png")
 	fmt.Fprintf(os.Stderr, "matrix page screenshot: %s\n", path)
 }

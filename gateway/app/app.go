@@ -49,8 +49,8 @@ type App struct {
 // Options tune New beyond the config file.
 type Options struct {
 	Logger *slog.Logger
-	// GatewayObserver and ConsumerObserver receive metrics events; nil
-	// means none.
+	// GatewayObserver, ConsumerObserver and UpstreamObserver receive
+	// metrics events; nil means the App's own Prometheus Metrics.
 	GatewayObserver  gateway.Observer
 	ConsumerObserver consume.Observer
 	UpstreamObserver upstream.Observer
@@ -80,7 +80,9 @@ func New(cfg *config.File, opts Options) (*App, error) {
 	a.Consumer = consume.NewConsumer(consume.ConsumerConfig{
 		Backend: a.Backend, Registry: a.Registry, Pacer: a.Pacer, Upstreams: a.Pool,
 		Buckets: a.Buckets, Observer: opts.ConsumerObserver, Logger: logger,
+		MaxSuspend: maxSuspend(a.Backend),
 	})
+	a.watchRateChanges()
 	a.Gateway = gateway.New(gateway.Config{
 		Table: a.Table, Admitter: a.Admitter, Pacer: a.Pacer, Buckets: a.Buckets,
 		Registry: a.Registry, Backend: a.Backend, Pool: a.Pool, ReplicaID: replicaID(cfg),

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -13,6 +14,9 @@ const (
 	DefaultMaxTenants = 100
 	DefaultMaxModels  = 100
 	DefaultTopK       = 20
+	// DefaultAggregateEvery bounds the cost of the per-model aggregates
+	// (a pass over every non-empty bucket) to one per 10 s.
+	DefaultAggregateEvery = 10 * time.Second
 )
 
 // Config sizes the metrics and names the state sources read at scrape
@@ -28,6 +32,10 @@ type Config struct {
 	// TopK is how many buckets, by backlog, get per-bucket series at each
 	// scrape. Zero means DefaultTopK; negative means none.
 	TopK int
+	// AggregateEvery is the longest the per-model bucket aggregates are
+	// reused before a new pass over every non-empty bucket. Zero means
+	// DefaultAggregateEvery.
+	AggregateEvery time.Duration
 
 	Buckets   BucketSource
 	Upstreams UpstreamSource
@@ -72,6 +80,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.TopK == 0 {
 		cfg.TopK = DefaultTopK
+	}
+	if cfg.AggregateEvery <= 0 {
+		cfg.AggregateEvery = DefaultAggregateEvery
 	}
 	return cfg
 }

@@ -130,6 +130,12 @@ pacegate_upstream_max_concurrency{upstream="http://u2"} 4`
 	if got != want {
 		t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
 	}
+	// Top-K is live; the per-model aggregates are cached for AggregateEvery.
+	buckets.Enqueue(policy.Key{Tenant: "a", Model: "m1"}, now)
+	if got := scrape(t, m, "pacegate_bucket_backlog{model=\"m1\",tenant=\"a\"}", "pacegate_model_backlog{model=\"m1\"}"); got !=
+		"pacegate_bucket_backlog{model=\"m1\",tenant=\"a\"} 4\npacegate_model_backlog{model=\"m1\"} 6" {
+		t.Fatalf("second scrape:\n%s", got)
+	}
 	oldest := scrape(t, m, "pacegate_model_oldest_wait_seconds{model=\"m1\"}")
 	var v float64
 	if _, err := fmt.Sscanf(oldest, `pacegate_model_oldest_wait_seconds{model="m1"} %g`, &v); err != nil || v < 10 || v > 70 {

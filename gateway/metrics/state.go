@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,13 +46,17 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }
 
-// stateCollector reads state at scrape time. Its cost is one pass over
-// the non-empty buckets, whatever their number; its output is bounded by
-// TopK buckets plus a few series per model and per upstream.
+// stateCollector reads state at scrape time. Its output is bounded by
+// TopK buckets plus a few series per model and per upstream, however many
+// buckets exist.
 type stateCollector struct {
 	cfg    Config
 	models *labelSet
 	now    func() time.Time // time.Now; a field for tests
+
+	mu     sync.Mutex // guards the aggregate cache; held during a recompute so concurrent scrapes share it
+	aggs   map[string]modelAgg
+	aggsAt time.Time
 }
 
 // Describe implements [prometheus.Collector].
@@ -81,46 +86,65 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 type modelAgg struct {
-	backlog          float64
-	queued, suspends float64
-	oldest           float64
+	backlog           float64
+	queued, suspended float64
+	oldest            float64
 }
 
+// collectBuckets exports the top-K buckets, read live (a bounded heap
+// pass over the buckets), and the per-model aggregates, which need every
+// non-empty bucket and are therefore recomputed at most once per
+// AggregateEvery, however often Prometheus (or several of them) scrape.
 func (c *stateCollector) collectBuckets(ch chan<- prometheus.Metric, now time.Time) {
-	items, _ := c.cfg.Buckets.List(consume.ListQuery{NonEmpty: true, Limit: math.MaxInt32})
-	aggs := map[string]*modelAgg{}
-	for i, st := range items { // largest backlog first
-		wait := 0.0
-		if !st.Oldest.IsZero() {
-			wait = max(0, now.Sub(st.Oldest).Seconds())
-		}
-		if i < c.cfg.TopK {
+	if c.cfg.TopK > 0 {
+		top, _ := c.cfg.Buckets.List(consume.ListQuery{NonEmpty: true, Limit: c.cfg.TopK})
+		for _, st := range top {
 			t, m := st.Key.Tenant, st.Key.Model
 			ch <- prometheus.MustNewConstMetric(descBucketBacklog, prometheus.GaugeValue, float64(st.Backlog), t, m)
-			ch <- prometheus.MustNewConstMetric(descBucketOldest, prometheus.GaugeValue, wait, t, m)
+			ch <- prometheus.MustNewConstMetric(descBucketOldest, prometheus.GaugeValue, waitOf(st, now), t, m)
 			ch <- prometheus.MustNewConstMetric(descBucketReleased, prometheus.CounterValue, float64(st.Released), t, m)
 			ch <- prometheus.MustNewConstMetric(descBucketSuspends, prometheus.CounterValue, float64(st.Suspends), t, m)
 		}
-		model := c.models.value(st.Key.Model)
-		a := aggs[model]
-		if a == nil {
-			a = &modelAgg{}
-			aggs[model] = a
-		}
-		a.backlog += float64(st.Backlog)
-		a.oldest = max(a.oldest, wait)
-		if st.State == consume.StateSuspended {
-			a.suspends++
-		} else {
-			a.queued++
-		}
 	}
-	for m, a := range aggs {
+	for m, a := range c.aggregates(now) {
 		ch <- prometheus.MustNewConstMetric(descModelBacklog, prometheus.GaugeValue, a.backlog, m)
 		ch <- prometheus.MustNewConstMetric(descModelOldest, prometheus.GaugeValue, a.oldest, m)
 		ch <- prometheus.MustNewConstMetric(descModelBuckets, prometheus.GaugeValue, a.queued, m, consume.StateQueued)
-		ch <- prometheus.MustNewConstMetric(descModelBuckets, prometheus.GaugeValue, a.suspends, m, consume.StateSuspended)
+		ch <- prometheus.MustNewConstMetric(descModelBuckets, prometheus.GaugeValue, a.suspended, m, consume.StateSuspended)
 	}
+}
+
+func waitOf(st consume.BucketStat, now time.Time) float64 {
+	if st.Oldest.IsZero() {
+		return 0
+	}
+	return max(0, now.Sub(st.Oldest).Seconds())
+}
+
+// aggregates returns the per-model sums, from the cache when it is
+// younger than AggregateEvery. The map is never modified once cached.
+func (c *stateCollector) aggregates(now time.Time) map[string]modelAgg {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.aggs != nil && now.Sub(c.aggsAt) < c.cfg.AggregateEvery {
+		return c.aggs
+	}
+	items, _ := c.cfg.Buckets.List(consume.ListQuery{NonEmpty: true, Limit: math.MaxInt32})
+	aggs := map[string]modelAgg{}
+	for _, st := range items {
+		model := c.models.value(st.Key.Model)
+		a := aggs[model]
+		a.backlog += float64(st.Backlog)
+		a.oldest = max(a.oldest, waitOf(st, now))
+		if st.State == consume.StateSuspended {
+			a.suspended++
+		} else {
+			a.queued++
+		}
+		aggs[model] = a
+	}
+	c.aggs, c.aggsAt = aggs, now
+	return aggs
 }
 
 func (c *stateCollector) collectUpstreams(ch chan<- prometheus.Metric) {

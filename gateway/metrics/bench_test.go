@@ -1,0 +1,46 @@
+package metrics
+
+import (
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/policy"
+)
+
+// BenchmarkScrape100k scrapes /metrics with 100,000 non-empty buckets
+// (1,000 tenants × 100 models) and checks that the output stays small.
+func BenchmarkScrape100k(b *testing.B) {
+	buckets := consume.NewBuckets()
+	now := time.Now()
+	models := make([]string, 100)
+	for m := range models {
+		models[m] = fmt.Sprintf("m%03d", m)
+	}
+	for tn := range 1000 {
+		for _, m := range models {
+			buckets.Enqueue(policy.Key{Tenant: fmt.Sprintf("t%04d", tn), Model: m}, now)
+		}
+	}
+	table := policy.NewTable(mustQuotas(b))
+	m := New(Config{Buckets: buckets, Factors: policy.NewPacer(table), Models: func() []string { return models }})
+	for tn := range 1000 { // every tenant has sent requests: only 100 get a label
+		m.Request(fmt.Sprintf("t%04d", tn), "m000", "ok")
+	}
+	var size int
+	var series int
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		body, _ := io.ReadAll(rec.Body)
+		size = len(body)
+		series = strings.Count(string(body), "\npacegate_")
+	}
+	b.ReportMetric(float64(size)/1024, "KiB/scrape")
+	b.ReportMetric(float64(series), "series")
+}
