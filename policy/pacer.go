@@ -30,6 +30,22 @@ func WithPacerIdle(d time.Duration) PacerOption { return func(p *Pacer) { p.idle
 // DefaultPacerIdle is the default idle horizon of a Pacer.
 const DefaultPacerIdle = time.Minute
 
+// WithPacerTolerance sets how late a release may come and still keep the
+// bucket's slot grid (default [DefaultPacerTolerance]). Within it, a late
+// release is made up by the next ones, so the long-run rate stays exact
+// even when the consumer is woken a little late; beyond it (or beyond one
+// interval, whichever is longer) the grid restarts from now, so an idle
+// bucket earns no burst. The most a bucket can release back to back after
+// being late is tolerance × rate (20 at 1,000 requests/s).
+func WithPacerTolerance(d time.Duration) PacerOption {
+	return func(p *Pacer) { p.tolerance = int64(d) }
+}
+
+// DefaultPacerTolerance is the default lateness a Pacer makes up: a few
+// timer and scheduling delays, which at 1,000 requests/s are several
+// intervals.
+const DefaultPacerTolerance = 20 * time.Millisecond
+
 // pausedWait is returned when the effective rate is zero (or NaN): the
 // consumer comes back soon enough to notice the rate rising again.
 const pausedWait = time.Second
@@ -50,14 +66,16 @@ const pausedWait = time.Second
 // keys are evicted by a few-entries-per-call sweep. Make it with
 // [NewPacer].
 type Pacer struct {
-	src     RateSource
-	clock   Clock
-	epoch   time.Time // time line origin: slots are int64 ns since epoch
-	idle    int64     // ns after its next slot that a key is forgotten
-	global  atomic.Uint64
-	columns atomic.Pointer[map[string]float64] // copy on write; nil = all neutral
-	keys    store[pacerState]
-	changes changeNotifier
+	src   RateSource
+	clock Clock
+	epoch time.Time // time line origin: slots are int64 ns since epoch
+	idle  int64     // ns after its next slot that a key is forgotten
+	// tolerance is the lateness (ns) that keeps the slot grid.
+	tolerance int64
+	global    atomic.Uint64
+	columns   atomic.Pointer[map[string]float64] // copy on write; nil = all neutral
+	keys      store[pacerState]
+	changes   changeNotifier
 }
 
 type pacerState struct {
@@ -68,7 +86,7 @@ type pacerState struct {
 
 // NewPacer returns a pacer reading base rates from src.
 func NewPacer(src RateSource, opts ...PacerOption) *Pacer {
-	p := &Pacer{src: src, clock: SystemClock, idle: int64(DefaultPacerIdle)}
+	p := &Pacer{src: src, clock: SystemClock, idle: int64(DefaultPacerIdle), tolerance: int64(DefaultPacerTolerance)}
 	for _, o := range opts {
 		o(p)
 	}
@@ -119,7 +137,7 @@ func (p *Pacer) AcquireOrSuspendAt(now time.Time, k Key, cost float64) time.Dura
 	if t < slot {
 		return time.Duration(slot - t)
 	}
-	if t-slot >= gap { // too late to keep the grid: an idle key earns no burst
+	if t-slot >= max(gap, p.tolerance) { // too late to keep the grid: an idle key earns no burst
 		slot = t
 	}
 	*s = pacerState{last: slot, cost: cost, next: slot + interval(cost, rate)}

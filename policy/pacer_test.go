@@ -59,6 +59,26 @@ func TestPacerSteps(t *testing.T) {
 	})
 }
 
+// At high rates a few milliseconds of wake-up lateness are many intervals:
+// within the tolerance the late slots are made up back to back, so the
+// long-run rate holds; beyond it the grid restarts.
+func TestPacerToleranceAtHighRate(t *testing.T) {
+	ms := time.Millisecond
+	p := NewPacer(constRate(1000), WithPacerClock(NewManualClock(t0))) // one per 1ms, tolerance 20ms
+	runPacer(t, p, kA, []pacerStep{
+		{0, 1, 0},
+		{5 * ms, 1, 0}, // 4ms late: slots 1..5ms are made up at once
+		{5 * ms, 1, 0},
+		{5 * ms, 1, 0},
+		{5 * ms, 1, 0},
+		{5 * ms, 1, 0},
+		{5 * ms, 1, 1 * ms}, // caught up: the grid is intact
+		{6 * ms, 1, 0},
+		{40 * ms, 1, 0},      // 33ms late, beyond the tolerance: restart
+		{40 * ms, 1, 1 * ms}, // no burst earned
+	})
+}
+
 func TestPacerRateChangeMovesPendingSlot(t *testing.T) {
 	src := newVarRate(1)
 	p := NewPacer(src, WithPacerClock(NewManualClock(t0)))
