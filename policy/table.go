@@ -45,8 +45,8 @@ func (o Override) Validate() error {
 	return nil
 }
 
-// apply overlays the fields o sets on l.
-func (o *Override) apply(l Limits) Limits {
+// Apply overlays the fields o sets on l.
+func (o Override) Apply(l Limits) Limits {
 	if o.RPM != nil {
 		l.RPM = *o.RPM
 	}
@@ -143,12 +143,12 @@ func (s *tableState) limits(k Key) Limits {
 	l := s.q.Limits(k)
 	if len(s.tenants) > 0 { // skip the hash when there are no overrides
 		if o, ok := s.tenants[k.Tenant]; ok {
-			l = o.apply(l)
+			l = o.Apply(l)
 		}
 	}
 	if len(s.buckets) > 0 {
 		if o, ok := s.buckets[k]; ok {
-			l = o.apply(l)
+			l = o.Apply(l)
 		}
 	}
 	return l

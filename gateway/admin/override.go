@@ -141,27 +141,5 @@ func tenantLimits(t *policy.Table, id string) policy.Limits {
 	l := t.Quotas().TenantLimits(id)
 	_, tenants := t.Overrides()
 	o := tenants[id]
-	return applyOverride(l, o)
-}
-
-func applyOverride(l policy.Limits, o policy.Override) policy.Limits {
-	if o.RPM != nil {
-		l.RPM = *o.RPM
-	}
-	if o.TPM != nil {
-		l.TPM = *o.TPM
-	}
-	if o.Burst != nil {
-		l.Burst = *o.Burst
-	}
-	if o.Rate != nil {
-		l.Rate = *o.Rate
-	}
-	if o.Backlog != nil {
-		l.Backlog = *o.Backlog
-	}
-	if o.MaxWait != nil {
-		l.MaxWait = *o.MaxWait
-	}
-	return l
+	return o.Apply(l)
 }
