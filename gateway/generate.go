@@ -148,7 +148,9 @@ func (s *Server) enqueue(x *exchange) *APIError {
 		return queueFull(x, int(full.Limit), full.RetryAfter)
 	}
 	s.cfg.Logger.Warn("publish failed", "request_id", x.id, "err", err)
-	return errUnavailable("The request queue is unavailable; please retry shortly.")
+	e := errUnavailable("The request queue is unavailable; please retry shortly.")
+	e.RetryAfter = time.Second
+	return e
 }
 
 func (s *Server) message(x *exchange, limits policy.Limits) *consume.Message {

@@ -17,10 +17,11 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-# apt-get update only when the package lists are empty, so reruns stay fast.
-if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial || true)" ]; then
+# Try with the package lists the machine has; refresh them only when that
+# fails (missing or stale lists), so reruns stay fast.
+if ! $SUDO apt-get install -y --no-install-recommends chromium fonts-liberation; then
 	$SUDO apt-get update
+	$SUDO apt-get install -y --no-install-recommends chromium fonts-liberation
 fi
-$SUDO apt-get install -y --no-install-recommends chromium fonts-liberation
 command -v chromium
 chromium --version

@@ -65,9 +65,12 @@ type healthState struct {
 }
 
 // New connects to the proxy at cfg.Endpoint, starts the producer and the
-// LitePushConsumer, and starts probing. It fails, with an error wrapping
-// [consume.ErrUnavailable] when the proxy cannot be reached, if the broker
-// is not usable: unreachable, parent topic missing, or group refused.
+// LitePushConsumer, and starts probing. A broker that is not usable at
+// start (unreachable, parent topic missing, group refused) does not fail
+// New: the backend starts down, logs why, reports it through Ready (so
+// /readyz is false) and fails Publish with [consume.ErrUnavailable] (so
+// clients get a 503), and the probe connects it as soon as the broker
+// answers. Only a bad Config is an error.
 func New(cfg Config) (*Backend, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -80,16 +83,6 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rocketmq: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.PublishTimeout)
-	err = p.check(ctx)
-	cancel()
-	if err != nil {
-		p.close()
-		log.Error("rocketmq: broker unusable at start", "err", err)
-		return nil, fmt.Errorf("%w: rocketmq at %s: %v (for a local broker: bash scripts/rocketmq/rmq.sh fetch start init)",
-			consume.ErrUnavailable, cfg.Endpoint, err)
-	}
-
 	b := &Backend{
 		cfg:        cfg,
 		log:        log,
@@ -103,18 +96,32 @@ func New(cfg Config) (*Backend, error) {
 		kick:       make(chan struct{}, 1),
 	}
 	b.handlerCtx, b.cancelHandler = context.WithCancel(context.Background())
-	b.health.Store(&healthState{up: true, since: time.Now()})
+	if err := b.connect(); err != nil {
+		b.setDown(err, time.Now())
+		log.Error("rocketmq: broker unusable at start; /readyz is false and requests get 503 until it is reachable "+
+			"(for a local broker: bash scripts/rocketmq/rmq.sh fetch start init)", "err", err)
+	} else {
+		b.health.Store(&healthState{up: true, since: time.Now()})
+		log.Info("rocketmq: connected", "topic", cfg.Topic, "group", cfg.Group)
+	}
+	go b.probeLoop()
+	return b, nil
+}
+
+// connect checks the broker and starts the clients.
+func (b *Backend) connect() error {
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.PublishTimeout)
+	err := b.probe.check(ctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w: rocketmq at %s: %v", consume.ErrUnavailable, b.cfg.Endpoint, err)
+	}
 	cl, err := b.startClients()
 	if err != nil {
-		p.close()
-		b.cancelHandler()
-		log.Error("rocketmq: client start failed", "err", err)
-		return nil, err
+		return err
 	}
 	b.cl.Store(cl)
-	go b.probeLoop()
-	log.Info("rocketmq: connected", "topic", cfg.Topic, "group", cfg.Group)
-	return b, nil
+	return nil
 }
 
 // clients are one producer and one LitePushConsumer. v5.1.4 does not
@@ -244,7 +251,11 @@ func (b *Backend) Publish(ctx context.Context, m *consume.Message) error {
 // with no ledger entry (the consumer finds no waiting client and drops it).
 func (b *Backend) send(ctx context.Context, msg *rmq.Message) error {
 	done := make(chan error, 1)
-	prod := b.cl.Load().producer
+	cl := b.cl.Load()
+	if cl == nil {
+		return consume.ErrUnavailable
+	}
+	prod := cl.producer
 	b.mu.Lock()
 	if b.closing {
 		b.mu.Unlock()
@@ -335,7 +346,11 @@ func (b *Backend) ensureSubscribed(lt string) error {
 	if ok {
 		return nil
 	}
-	if err := b.cl.Load().consumer.SubscribeLite(lt); err != nil {
+	cl := b.cl.Load()
+	if cl == nil {
+		return fmt.Errorf("%w: rocketmq at %s: not connected", consume.ErrUnavailable, b.cfg.Endpoint)
+	}
+	if err := cl.consumer.SubscribeLite(lt); err != nil {
 		b.kickProbe()
 		return fmt.Errorf("%w: rocketmq SubscribeLite %s: %v", consume.ErrUnavailable, lt, err)
 	}
@@ -480,7 +495,10 @@ func (b *Backend) Close(ctx context.Context) (consume.Leftover, error) {
 		// Handler calls first (no new ones start: closing is set), then
 		// the clients.
 		b.inflight.Wait()
-		err := b.cl.Load().stop()
+		var err error
+		if cl := b.cl.Load(); cl != nil {
+			err = cl.stop()
+		}
 		b.bg.Wait() // cut-off sends, clients replaced by rebuild
 		b.probe.close()
 		done <- err

@@ -100,8 +100,8 @@ func (b *Backend) probeLoop() {
 	defer close(b.loopDone)
 	t := time.NewTicker(b.cfg.ProbeInterval)
 	defer t.Stop()
-	owed := false // the clients must be rebuilt
-	wasReady := true
+	owed := b.cl.Load() == nil // the clients must be (re)built
+	wasReady := !owed
 	for {
 		select {
 		case <-b.loopQuit:
@@ -165,14 +165,15 @@ func (b *Backend) rebuild() error {
 	if err != nil {
 		return err
 	}
-	old := b.cl.Swap(nc)
-	b.bg.Add(1) // Close waits for loopDone before bg, so this cannot race its Wait
-	go func() {
-		defer b.bg.Done()
-		if err := old.stop(); err != nil {
-			b.log.Warn("rocketmq: stopping the replaced clients", "err", err)
-		}
-	}()
+	if old := b.cl.Swap(nc); old != nil {
+		b.bg.Add(1) // Close waits for loopDone before bg, so this cannot race its Wait
+		go func() {
+			defer b.bg.Done()
+			if err := old.stop(); err != nil {
+				b.log.Warn("rocketmq: stopping the replaced clients", "err", err)
+			}
+		}()
+	}
 	b.mu.Lock()
 	names := make([]string, 0, len(b.subscribed))
 	for lt := range b.subscribed {

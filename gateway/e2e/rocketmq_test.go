@@ -116,3 +116,28 @@ func TestRocketMQTwoReplicas(t *testing.T) {
 		t.Errorf("the model saw %d requests, want %d", n, 2*perReplica)
 	}
 }
+
+// A broker that cannot be reached is never silent: the gateway starts,
+// /readyz says why it is not ready, and requests get a 503 at once instead
+// of hanging. (No broker needed: the endpoint is a closed port.)
+func TestRocketMQUnreachableGives503(t *testing.T) {
+	s := startStack(t, `
+queue:
+  backend: rocketmq
+  rocketmq: {endpoint: "127.0.0.1:1", replica_id: down}
+`+tenantsYAML, newSim(t, fastSim()))
+	resp, err := http.Get(s.url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "queue: consume: queue backend unavailable: rocketmq at 127.0.0.1:1") {
+		t.Errorf("/readyz = %d %s", resp.StatusCode, body)
+	}
+	resp = s.post(t.Context(), "/v1/chat/completions", "sk-alice", chatBody)
+	body = readAll(t, resp.Body)
+	want := `{"error":{"message":"The request queue is unavailable; please retry shortly.","type":"server_error","param":null,"code":"service_unavailable"}}`
+	if resp.StatusCode != http.StatusServiceUnavailable || body != want || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("got %d %s (Retry-After %q)\nwant 503 %s", resp.StatusCode, body, resp.Header.Get("Retry-After"), want)
+	}
+}

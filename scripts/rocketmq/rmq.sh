@@ -20,7 +20,7 @@
 # Environment (defaults in brackets): RMQ_HOME [$REPO/.cache/rocketmq],
 # RMQ_VERSION [5.5.1] (see pom.xml: 5.5.1 is only partly on Maven Central),
 # RMQ_NAMESRV_PORT [9876], RMQ_BROKER_PORT [10911; also uses port-2 and port+1],
-# RMQ_PROXY_PORT [8081, gRPC], RMQ_PROXY_REMOTING_PORT [8080], RMQ_TOPIC [LLM_REQ],
+# RMQ_PROXY_PORT [8081, gRPC], RMQ_PROXY_REMOTING_PORT [18080: not 8080, which is pacegate's own default], RMQ_TOPIC [LLM_REQ],
 # RMQ_GROUP [GID_PACEGATE], RMQ_TIMEOUT [120 s per wait], RMQ_LITE_EXPIRATION [1440 min],
 # RMQ_NAMESRV_HEAP [256m], RMQ_BROKER_HEAP [1g], RMQ_PROXY_HEAP [768m].
 set -euo pipefail
@@ -32,7 +32,7 @@ RMQ_VERSION=${RMQ_VERSION:-5.5.1}
 RMQ_NAMESRV_PORT=${RMQ_NAMESRV_PORT:-9876}
 RMQ_BROKER_PORT=${RMQ_BROKER_PORT:-10911}
 RMQ_PROXY_PORT=${RMQ_PROXY_PORT:-8081}
-RMQ_PROXY_REMOTING_PORT=${RMQ_PROXY_REMOTING_PORT:-8080}
+RMQ_PROXY_REMOTING_PORT=${RMQ_PROXY_REMOTING_PORT:-18080}
 RMQ_TOPIC=${RMQ_TOPIC:-LLM_REQ}
 RMQ_GROUP=${RMQ_GROUP:-GID_PACEGATE}
 RMQ_CLUSTER=${RMQ_CLUSTER:-DefaultCluster}
@@ -89,8 +89,8 @@ cmd_fetch() {
 	rm -rf "$tmp"
 	local t0=$SECONDS
 	if ! mvn -B -q -f "$HERE/pom.xml" "-Drmq.version=$RMQ_VERSION" \
-		dependency:copy-dependencies -DincludeScope=runtime "-DoutputDirectory=$tmp" >"$RMQ_HOME.fetch.log" 2>&1; then
-		tail -30 "$RMQ_HOME.fetch.log" >&2
+		dependency:copy-dependencies -DincludeScope=runtime "-DoutputDirectory=$tmp" >"$RMQ_HOME/fetch.log" 2>&1; then
+		tail -30 "$RMQ_HOME/fetch.log" >&2
 		rm -rf "$tmp"
 		die "fetch: mvn failed (full log: $RMQ_HOME.fetch.log)"
 	fi
@@ -152,9 +152,14 @@ launch() {
 	mkdir -p "$RUN" "$LOGS"
 	local -a flags
 	mapfile -t flags < <(jvm_flags "$heap")
-	# setsid: the JVM must not die with the calling shell (CI steps, go test).
-	setsid java "${flags[@]}" -cp "$LIB/*" "$main" "$@" >"$LOGS/$name.out" 2>&1 </dev/null &
-	echo $! >"$(pidfile "$name")"
+	# setsid in a subshell: the JVM gets its own session and is not a child
+	# of this script, so it outlives the calling shell (CI steps, go test)
+	# and a later `wait` here never waits for it. setsid does not fork (the
+	# background child is no group leader), so $! is the JVM's pid.
+	(
+		setsid java "${flags[@]}" -cp "$LIB/*" "$main" "$@" >"$LOGS/$name.out" 2>&1 </dev/null &
+		echo $! >"$(pidfile "$name")"
+	)
 }
 
 # stop_one NAME: TERM, wait up to 30 s for the shutdown hooks, then KILL.
@@ -261,7 +266,6 @@ start_broker() {
 	else
 		check_port_free broker "$RMQ_BROKER_PORT"
 		launch broker "$RMQ_BROKER_HEAP" org.apache.rocketmq.broker.BrokerStartup -c "$CONF/broker.conf" -n "$NAMESRV_ADDR"
-		# Direct memory for the transient store pool and netty.
 	fi
 	wait_for broker "boot line" log_has broker "The broker[$RMQ_BROKER_NAME, 127.0.0.1:$RMQ_BROKER_PORT] boot success"
 	wait_for broker "port $RMQ_BROKER_PORT" port_open "$RMQ_BROKER_PORT"
@@ -340,9 +344,12 @@ verify_init() {
 	rm -rf "$d"
 	mkdir -p "$d"
 	mqadmin topicRoute -n "$NAMESRV_ADDR" -t "$RMQ_TOPIC" >"$d/route" 2>&1 &
+	local p1=$!
 	mqadmin getParentTopicInfo -n "$NAMESRV_ADDR" -p "$RMQ_TOPIC" >"$d/parent" 2>&1 &
+	local p2=$!
 	mqadmin getConsumerConfig -n "$NAMESRV_ADDR" -g "$RMQ_GROUP" >"$d/group" 2>&1 &
-	wait
+	local p3=$!
+	wait $p1 $p2 $p3 || true # the greps below judge the output
 	grep -q "\"brokerName\":\"$RMQ_BROKER_NAME\"" "$d/route" ||
 		{ cat "$d/route" >&2; die "init: topicRoute: $RMQ_TOPIC has no route on $RMQ_BROKER_NAME"; }
 	# getParentTopicInfo lists the groups bound to a LITE parent topic.
@@ -398,7 +405,7 @@ cmd_clean() {
 
 # ---------------------------------------------------------------- main
 
-[[ $# -gt 0 ]] || { sed -n '2,28p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,25p' "$0"; exit 2; }
 mkdir -p "$RMQ_HOME"
 for c in "$@"; do
 	case $c in
