@@ -199,7 +199,15 @@ func (a *App) Shutdown(ctx context.Context, grace time.Duration) error {
 	return err
 }
 
+// queueCloseTimeout bounds closing the queue backend at shutdown: every
+// request still in flight has been answered by then, and the RocketMQ
+// client's GracefulStop waits out its long poll (about 30 s), which it
+// may finish in the background.
+const queueCloseTimeout = 5 * time.Second
+
 func (a *App) stopQueue(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, queueCloseTimeout)
+	defer cancel()
 	left, err := a.Backend.Close(ctx)
 	if err != nil {
 		a.logger.Warn("queue close", "err", err)
