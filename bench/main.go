@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -34,6 +35,7 @@ type options struct {
 	out    string
 	md     string
 	report string
+	cpu    string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -45,6 +47,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", "bench/results", "directory for <mode>.json and the SVG plots")
 	fs.StringVar(&o.md, "md", "BENCHMARKS.md", "markdown report to write")
 	fs.StringVar(&o.report, "report", "", "only regenerate the markdown from this results JSON")
+	fs.StringVar(&o.cpu, "cpuprofile", "", "write a CPU profile of the whole run (gateway, baselines, load) to this file")
 	return o, fs.Parse(args)
 }
 
@@ -66,6 +69,13 @@ func run(args []string) error {
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
+	}
+	if o.cpu != "" {
+		stopProfile, err := startCPUProfile(o.cpu)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -164,4 +174,20 @@ func writeMarkdown(mdPath, outDir, jsonPath string, r *Results) error {
 		return filepath.ToSlash(p)
 	}
 	return os.WriteFile(mdPath, renderMarkdown(r, rel(outDir), rel(jsonPath)), 0o644)
+}
+
+// startCPUProfile profiles the process until the returned func is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

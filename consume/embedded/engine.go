@@ -38,6 +38,13 @@ type Config struct {
 	// OnPanic, if set, is called after a handler panicked with the
 	// delivery and the recovered value; the message has been dropped.
 	OnPanic func(d *consume.Delivery, v any)
+	// InlineDelivery lets Publish deliver a message that lands in an idle
+	// LiteTopic itself, on the caller's goroutine, while a worker is free
+	// and no other LiteTopic waits (see Publish). It saves a worker
+	// thread's wake-up per request on an idle bucket, but Publish then
+	// takes as long as the handler: only for a handler that returns
+	// promptly, as consume.Consumer.Handle does.
+	InlineDelivery bool
 }
 
 func (c Config) withDefaults() Config {

@@ -120,8 +120,10 @@ func newBackend(cfg *config.File, logger *slog.Logger) (consume.Backend, error) 
 		return b, nil
 	default:
 		e := q.Embedded
+		// InlineDelivery: the consumer's Handle returns within
+		// microseconds (a wait is a Suspend, not a sleep).
 		return embedded.New(embedded.Config{Workers: e.Workers, MaxMessages: e.MaxMessages,
-			MaxBytes: e.MaxBytes, IdleTTL: e.IdleTTL, Logger: logger}), nil
+			MaxBytes: e.MaxBytes, IdleTTL: e.IdleTTL, Logger: logger, InlineDelivery: true}), nil
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 
 // stack is a running pacegate in front of one or more simulated vLLMs.
 type stack struct {
-	t    *testing.T
+	t    testing.TB
 	app  *app.App
 	sims []*simServer
 	url  string
@@ -66,7 +66,7 @@ func (s *simServer) saw(id string) bool {
 	return false
 }
 
-func newSim(t *testing.T, cfg vllmsim.Config) *simServer {
+func newSim(t testing.TB, cfg vllmsim.Config) *simServer {
 	t.Helper()
 	if len(cfg.Models) == 0 {
 		cfg.Models = []string{"sim-model"}
@@ -96,7 +96,7 @@ tenants:
 
 // startStack runs pacegate with the config body (everything but listen and
 // upstreams) in front of sims.
-func startStack(t *testing.T, body string, sims ...*simServer) *stack {
+func startStack(t testing.TB, body string, sims ...*simServer) *stack {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("listen: \"127.0.0.1:0\"\nupstreams:\n")
