@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -34,8 +35,11 @@ func (c gwConfig) yaml() string {
 	fmt.Fprintf(&b, "upstreams: [{url: %q, max_concurrency: %d, models: [%s]}]\n", c.Upstream, c.MaxConcurrency, simModel)
 	b.WriteString("server: {request_timeout: 120s, heartbeat: 5s, max_body_bytes: 8388608}\n")
 	if c.Backend == "rocketmq" {
-		fmt.Fprintf(&b, "queue: {backend: rocketmq, rocketmq: {endpoint: %q, topic: LLM_REQ, group: GID_PACEGATE_BENCH, replica_id: r0}}\n",
-			rocketmqEndpoint())
+		// The topic and group scripts/rocketmq/rmq.sh init created; a
+		// replica id of its own per run keeps earlier runs' LiteTopics out.
+		fmt.Fprintf(&b, "queue: {backend: rocketmq, rocketmq: {endpoint: %q, topic: %q, group: %q, replica_id: bench%d}}\n",
+			rocketmqEndpoint(), envOr("PACEGATE_ROCKETMQ_TOPIC", "LLM_REQ"), envOr("PACEGATE_ROCKETMQ_GROUP", "GID_PACEGATE"),
+			time.Now().UnixNano()%1e6)
 	} else {
 		fmt.Fprintf(&b, "queue: {backend: embedded, embedded: {workers: %d, max_messages: 1000000}}\n", c.Workers)
 	}
@@ -90,3 +94,10 @@ func (g *pacegate) stop() {
 
 // chatURL is the chat completions endpoint under base.
 func chatURL(base string) string { return base + "/v1/chat/completions" }
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -219,17 +220,27 @@ func TestPacerEvictsIdleKeys(t *testing.T) {
 	src := newVarRate(1)
 	p := NewPacer(src, WithPacerIdle(time.Minute))
 	p.keys.init(1, p.idleKey)
+	p.AcquireOrSuspendAt(t0, kA, 1)
 	for i := range 100 {
 		p.AcquireOrSuspendAt(t0, Key{Tenant: "t", Model: string(rune('a' + i))}, 1)
 	}
 	slow := Key{Tenant: "slow", Model: "m"}
 	p.AcquireOrSuspendAt(t0, slow, 7200) // next slot 2h away: not idle
 	later := t0.Add(2 * time.Minute)
-	for range 60 { // 60 calls sweep 120 entries: a full rotation
+	for range 10 { // calls for a present key do not sweep
 		p.AcquireOrSuspendAt(later, kA, 1)
 	}
-	if n := p.Len(); n != 2 {
-		t.Fatalf("Len after the sweep = %d, want 2 (the hot key and the slow one)", n)
+	if n := p.Len(); n != 102 {
+		t.Fatalf("Len = %d, want 102: calls for present keys do not sweep", n)
+	}
+	// Each insertion inspects 2 entries; a removal moves the newest entry
+	// into the hole, which the next inspection looks at. 200 insertions
+	// reach every old entry.
+	for i := range 200 {
+		p.AcquireOrSuspendAt(later, Key{Tenant: "new", Model: strconv.Itoa(i)}, 1)
+	}
+	if n := p.Len(); n != 202 {
+		t.Fatalf("Len after the sweep = %d, want 202 (the 200 new keys, the hot key and the slow one)", n)
 	}
 	if d := p.AcquireOrSuspendAt(later, slow, 1); d != 2*time.Hour-2*time.Minute {
 		t.Fatalf("the slow key lost its slot: wait %v", d)

@@ -9,10 +9,12 @@ import (
 // different keys rarely share a mutex.
 const numShards = 64
 
-// sweepPerCall is how many entries each call inspects for idleness: a
-// constant, so eviction costs O(1) per call and never needs a goroutine.
-// With 2 per call, a shard of n entries is fully swept every n/2 calls.
-const sweepPerCall = 2
+// sweepPerAdd is how many entries each insertion inspects for idleness: a
+// constant, so eviction costs O(1) per new key and never needs a
+// goroutine, and a shard cannot grow faster than it is swept. Calls for a
+// key already present do not sweep: at a million keys the swept entries
+// are cold in the CPU cache, and the hot path should not pay for them.
+const sweepPerAdd = 2
 
 // store is a sharded map from Key to per-key state V, with lazy eviction
 // by a rotating sweep. Each shard keeps its entries in a slice (so the
@@ -72,10 +74,9 @@ func (s *store[V]) lock(k Key) (*storeShard[V], uint64) {
 	return sh, h
 }
 
-// get sweeps, then returns k's state (nil if absent). The pointer is
-// valid until the shard is unlocked or modified. requires mu held
+// get returns k's state (nil if absent). The pointer is valid until the
+// shard is unlocked or modified. requires mu held
 func (sh *storeShard[V]) get(s *store[V], k Key, h uint64, now int64) *V {
-	sh.sweep(s, now)
 	if i, ok := sh.find(k, h); ok {
 		return &sh.ents[i].v
 	}
@@ -115,18 +116,19 @@ func (sh *storeShard[V]) setIndex(k Key, h uint64, i int32) {
 	sh.idx[h] = i
 }
 
-// getOrAdd is get, then add when absent. requires mu held
+// getOrAdd is get, then, when absent, a sweep and add. requires mu held
 func (sh *storeShard[V]) getOrAdd(s *store[V], k Key, h uint64, now int64) (v *V, fresh bool) {
 	if v := sh.get(s, k, h, now); v != nil {
 		return v, false
 	}
+	sh.sweep(s, now)
 	return sh.add(k, h), true
 }
 
-// sweep inspects sweepPerCall entries at the cursor and drops idle ones.
+// sweep inspects sweepPerAdd entries at the cursor and drops idle ones.
 // requires mu held
 func (sh *storeShard[V]) sweep(s *store[V], now int64) {
-	for range sweepPerCall {
+	for range sweepPerAdd {
 		if len(sh.ents) == 0 {
 			return
 		}

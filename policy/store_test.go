@@ -39,15 +39,16 @@ func TestStoreHashCollisions(t *testing.T) {
 	for i := range n - 10 { // all but the last ten go idle
 		dead[int64(i)] = true
 	}
-	for range n { // n calls sweep 2n entries: more than a full rotation
-		sh, h := s.lock(key(n - 1))
-		sh.get(&s, key(n-1), h, 0)
+	for i := n; i < 2*n; i++ { // n insertions sweep 2n entries: more than a full rotation
+		sh, h := s.lock(key(i))
+		v, _ := sh.getOrAdd(&s, key(i), h, 0)
+		*v = int64(i)
 		sh.mu.Unlock()
 	}
-	if s.len() != 10 {
-		t.Fatalf("len after sweep = %d, want 10", s.len())
+	if s.len() != n+10 {
+		t.Fatalf("len after sweep = %d, want %d", s.len(), n+10)
 	}
-	for i := range n {
+	for i := range 2 * n {
 		if v, ok := lookup(i); ok != (i >= n-10) || (ok && v != int64(i)) {
 			t.Fatalf("after sweep, key %d: %v %v", i, v, ok)
 		}
