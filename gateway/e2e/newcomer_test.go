@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,11 +22,7 @@ func TestGoRunAsANewcomer(t *testing.T) {
 	if err != nil {
 		t.Skip("curl not installed")
 	}
-	bin := filepath.Join(t.TempDir(), "pacegate")
-	build := exec.Command("go", "build", "-o", bin, "github.com/pacegate/pacegate")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	addr := freeAddr(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PACEGATE_LISTEN="+addr, "PACEGATE_CONFIG=")

@@ -155,7 +155,7 @@ func readAll(t *testing.T, r io.ReadCloser) string {
 // eventually polls cond until it holds or the deadline passes. It is for
 // state that changes on another goroutine the test cannot synchronise with
 // (a queue draining in the server).
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
