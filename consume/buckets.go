@@ -10,15 +10,7 @@ import (
 	"github.com/pacegate/pacegate/policy"
 )
 
-const (
-	bucketShards = 64
-	// bucketIdleTTL is how long an empty bucket is kept after its last
-	// activity before a sweep evicts it.
-	bucketIdleTTL = 10 * time.Minute
-	// sweepEvery: a shard sweeps itself for expired buckets once per this
-	// many mutations, so eviction costs O(1) amortised.
-	sweepEvery = 4096
-)
+const bucketShards = 64
 
 // Bucket states reported in BucketStat.State.
 const (
@@ -34,8 +26,11 @@ const (
 //
 // Create it with [NewBuckets]; it is safe for concurrent use. Buckets are
 // spread over 64 shards, each guarded by its own mutex; no method holds
-// more than one shard lock at a time. Empty buckets are evicted lazily
-// after 10 minutes without activity, so memory follows the live buckets.
+// more than one shard lock at a time. A bucket is held only while requests
+// wait in it: the last departure deletes it, so an idle bucket costs
+// nothing and memory follows the queued requests. Its counters (Released,
+// Suspends) therefore cover its current busy period; lifetime totals are
+// the Prometheus counters.
 type Buckets struct {
 	seed   maphash.Seed
 	now    func() time.Time // time.Now; a field so that tests can pin it
@@ -46,21 +41,19 @@ type bucketShard struct {
 	mu sync.Mutex
 	// m holds buckets by value, so that List scans memory sequentially
 	// instead of chasing 100,000 pointers; writers copy, modify, store.
-	m   map[policy.Key]bucket // guarded by mu
-	ops uint32                // mutations since the last sweep
-	_   [40]byte              // keep shards on separate cache lines
+	m       map[policy.Key]bucket // guarded by mu
+	nextSeq uint64                // guarded by mu; ticket numbers, unique across bucket lifetimes
+	_       [40]byte              // keep shards on separate cache lines
 }
 
 // bucket is one tenant+model queue. Guarded by its shard's mutex.
 type bucket struct {
 	q              []queued // waiting tickets, oldest first, from q[head]
 	head           int
-	nextSeq        uint64
 	released       uint64
 	suspends       uint64
 	suspendedUntil int64 // unix ns
 	lastRelease    int64 // unix ns
-	lastUsed       int64 // unix ns, for eviction
 }
 
 type queued struct {
@@ -122,13 +115,11 @@ func (b *Buckets) Enqueue(k policy.Key, now time.Time) Ticket {
 	s := b.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mutated(now.UnixNano())
 	bk := s.m[k]
-	bk.nextSeq++
-	bk.q = append(bk.q, queued{seq: bk.nextSeq, at: now.UnixNano()})
-	bk.lastUsed = now.UnixNano()
+	s.nextSeq++
+	bk.q = append(bk.q, queued{seq: s.nextSeq, at: now.UnixNano()})
 	s.m[k] = bk
-	return Ticket{Key: k, Seq: bk.nextSeq, At: now}
+	return Ticket{Key: k, Seq: s.nextSeq, At: now}
 }
 
 // Cancel removes t from its queue, for a Publish that failed.
@@ -142,8 +133,18 @@ func (b *Buckets) Cancel(t Ticket) {
 	}
 	if i, ok := bk.find(t.Seq); ok {
 		bk.q = slices.Delete(bk.q, bk.head+i, bk.head+i+1)
-		s.m[t.Key] = bk
+		s.store(t.Key, bk)
 	}
+}
+
+// store writes bk back, or deletes it once nothing waits in it. Requires
+// s.mu held.
+func (s *bucketShard) store(k policy.Key, bk bucket) {
+	if bk.waiting() == 0 {
+		delete(s.m, k)
+		return
+	}
+	s.m[k] = bk
 }
 
 // Depart records that the oldest waiting message of k left the queue
@@ -158,7 +159,7 @@ func (b *Buckets) Depart(k policy.Key, enqueuedAt time.Time) {
 	if !ok || bk.waiting() == 0 {
 		return
 	}
-	defer func() { s.m[k] = bk }()
+	defer func() { s.store(k, bk) }()
 	at := enqueuedAt.UnixNano()
 	if enqueuedAt.IsZero() {
 		at = bk.front().at
@@ -185,6 +186,18 @@ func (b *Buckets) Position(t Ticket) int {
 	return 0
 }
 
+// Len is the number of buckets held: those with requests waiting.
+func (b *Buckets) Len() int {
+	n := 0
+	for i := range b.shards {
+		s := &b.shards[i]
+		s.mu.Lock()
+		n += len(s.m)
+		s.mu.Unlock()
+	}
+	return n
+}
+
 // Backlog is the number of requests waiting in k's queue.
 func (b *Buckets) Backlog(k policy.Key) int {
 	s := b.shard(k)
@@ -196,7 +209,8 @@ func (b *Buckets) Backlog(k policy.Key) int {
 	return 0
 }
 
-// MarkSuspended records that the consumer suspended k until until.
+// MarkSuspended records that the consumer suspended k until until. A
+// bucket that holds no request is not recorded.
 func (b *Buckets) MarkSuspended(k policy.Key, until time.Time) {
 	b.update(k, func(bk *bucket) {
 		bk.suspends++
@@ -204,7 +218,8 @@ func (b *Buckets) MarkSuspended(k policy.Key, until time.Time) {
 	})
 }
 
-// MarkReleased records that a request of k was released to an upstream.
+// MarkReleased records that a request of k was released to an upstream;
+// call it before the request's Depart, which may delete the bucket.
 func (b *Buckets) MarkReleased(k policy.Key, at time.Time) {
 	b.update(k, func(bk *bucket) {
 		bk.released++
@@ -213,17 +228,15 @@ func (b *Buckets) MarkReleased(k policy.Key, at time.Time) {
 	})
 }
 
-// update applies f to k's bucket, creating it if needed.
+// update applies f to k's bucket if it holds requests.
 func (b *Buckets) update(k policy.Key, f func(*bucket)) {
 	s := b.shard(k)
-	now := b.now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mutated(now)
-	bk := s.m[k]
-	f(&bk)
-	bk.lastUsed = now
-	s.m[k] = bk
+	if bk, ok := s.m[k]; ok {
+		f(&bk)
+		s.m[k] = bk
+	}
 }
 
 // Stat returns a snapshot of k's bucket.
@@ -237,18 +250,4 @@ func (b *Buckets) Stat(k policy.Key) (BucketStat, bool) {
 		return BucketStat{}, false
 	}
 	return bk.stat(k, now), true
-}
-
-// mutated counts a mutation and sweeps the shard now and then. Requires
-// s.mu held.
-func (s *bucketShard) mutated(now int64) {
-	if s.ops++; s.ops < sweepEvery {
-		return
-	}
-	s.ops = 0
-	for k, bk := range s.m {
-		if bk.waiting() == 0 && now-bk.lastUsed > int64(bucketIdleTTL) {
-			delete(s.m, k)
-		}
-	}
 }

@@ -69,37 +69,42 @@ func TestBucketsStat(t *testing.T) {
 	if st.State != StateSuspended || st.Backlog != 2 || !st.Oldest.Equal(at(10)) || st.Suspends != 1 {
 		t.Fatalf("suspended: %+v", st)
 	}
-	b.Depart(k, at(10))
 	b.MarkReleased(k, at(160))
+	b.Depart(k, at(10))
 	st, _ = b.Stat(k)
 	if st.State != StateQueued || st.Released != 1 || !st.LastRelease.Equal(at(160)) || !st.Oldest.Equal(at(20)) {
 		t.Fatalf("released: %+v", st)
 	}
 	b.Depart(k, at(20))
-	if st, _ = b.Stat(k); st.State != StateIdle {
-		t.Fatalf("empty: %+v", st)
+	if st, ok := b.Stat(k); ok {
+		t.Fatalf("an empty bucket is still held: %+v", st)
+	}
+	b.MarkSuspended(k, at(170)) // records nothing for a bucket with no request
+	b.MarkReleased(k, at(170))
+	if b.Len() != 0 {
+		t.Fatalf("marking an empty bucket created it")
 	}
 }
 
-func TestBucketsEviction(t *testing.T) {
+// An idle bucket costs nothing: the last departure (or a failed
+// publication's Cancel) deletes it, and ticket numbers stay unique across
+// its lifetimes, so a stale ticket never matches a new one.
+func TestBucketsHoldOnlyQueuedBuckets(t *testing.T) {
 	b := NewBuckets()
-	now := t0
-	b.now = func() time.Time { return now }
-	idle := policy.Key{Tenant: "idle", Model: "m"}
-	busy := policy.Key{Tenant: "busy", Model: "m"}
-	b.Enqueue(idle, now)
-	b.Depart(idle, now)
-	b.Enqueue(busy, now)
-	now = now.Add(bucketIdleTTL + time.Second)
-	for i := range b.shards { // force a sweep in every shard
-		b.shards[i].ops = sweepEvery
-		b.shards[i].mutated(now.UnixNano())
+	k := policy.Key{Tenant: "a", Model: "m"}
+	old := b.Enqueue(k, at(1))
+	b.Depart(k, at(1))
+	failed := b.Enqueue(k, at(2))
+	b.Cancel(failed)
+	if b.Len() != 0 {
+		t.Fatalf("Len = %d, want 0 after the queue emptied", b.Len())
 	}
-	if _, ok := b.Stat(idle); ok {
-		t.Error("idle empty bucket not evicted")
+	fresh := b.Enqueue(k, at(3))
+	if fresh.Seq == old.Seq || fresh.Seq == failed.Seq {
+		t.Fatalf("ticket number reused: %d", fresh.Seq)
 	}
-	if _, ok := b.Stat(busy); !ok {
-		t.Error("bucket with a backlog evicted")
+	if b.Position(old) != 0 || b.Position(failed) != 0 || b.Position(fresh) != 1 {
+		t.Fatalf("positions %d %d %d, want 0 0 1", b.Position(old), b.Position(failed), b.Position(fresh))
 	}
 }
 

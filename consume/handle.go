@@ -87,10 +87,10 @@ func (c *Consumer) dispatch(x delivery, d *Delivery, p *Pending, slot Slot) Resu
 		slot.Release()
 		return c.drop(x, ReasonDuplicate)
 	}
-	c.depart(x)
 	if c.cfg.Buckets != nil {
-		c.cfg.Buckets.MarkReleased(x.key, now)
+		c.cfg.Buckets.MarkReleased(x.key, now) // before the departure, which may delete the bucket
 	}
+	c.depart(x)
 	var queued time.Duration
 	if !x.enqueued.IsZero() {
 		queued = now.Sub(x.enqueued)
