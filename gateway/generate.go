@@ -177,6 +177,14 @@ func (s *Server) message(x *exchange, limits policy.Limits) *consume.Message {
 // finish settles the token account and reports the outcome.
 func (s *Server) finish(x *exchange, outcome string) {
 	x.log.outcome = outcome
+	if x.pending != nil && !x.pending.Dispatched() {
+		// The client left (or timed out) while queued. Its message stays
+		// in the LiteTopic until the consumer drops it, but it no longer
+		// counts in the bucket's backlog: it will take no slot, and the
+		// predicted wait and queue positions of the others should not
+		// include it.
+		s.cfg.Buckets.Cancel(x.ticket)
+	}
 	if x.adm.Allowed {
 		switch {
 		case x.pending == nil || !x.pending.Dispatched():

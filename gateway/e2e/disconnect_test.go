@@ -16,7 +16,7 @@ import (
 func TestDisconnectWhileQueuedNeverReachesUpstream(t *testing.T) {
 	sim := newSim(t, fastSim())
 	s := startStack(t, `
-defaults: {rate: 4, backlog: 100, max_wait: 10s}
+defaults: {rate: 1, backlog: 100, max_wait: 10s}
 `+tenantsYAML, sim)
 	readAll(t, s.post(t.Context(), "/v1/chat/completions", "sk-alice", chatBody).Body) // takes the slot
 	ctx, cancel := context.WithCancel(t.Context())
@@ -33,9 +33,14 @@ defaults: {rate: 4, backlog: 100, max_wait: 10s}
 	eventually(t, 2*time.Second, "the request to be queued", func() bool { return s.app.Buckets.Backlog(k) == 1 })
 	cancel()
 	<-done
-	// Its slot comes 250 ms after the first request; then the consumer
-	// must drop it.
-	eventually(t, 3*time.Second, "the queued request to leave the bucket", func() bool { return s.app.Buckets.Backlog(k) == 0 })
+	// It leaves the bucket's backlog as soon as its handler sees the
+	// disconnect, well before its slot...
+	eventually(t, 200*time.Millisecond, "the cancelled request to leave the backlog", func() bool { return s.app.Buckets.Backlog(k) == 0 })
+	// ...and when its slot comes, 1 s after the first request, the
+	// consumer drops it from the LiteTopic.
+	eventually(t, 3*time.Second, "the consumer to drop the message", func() bool {
+		return s.app.Backend.(interface{ Backlog(string) int }).Backlog("alice__sim-model") == 0
+	})
 	if n := len(sim.Arrivals()); n != 1 {
 		t.Fatalf("the model saw %d requests, want only the first", n)
 	}
