@@ -57,7 +57,8 @@ type Pending struct {
 
 // DefaultEventBuffer is the response channel's capacity: enough for a burst
 // of chunks while the handler flushes; the producer blocks (bounded) beyond.
-const DefaultEventBuffer = 64
+// Kept small: the channel is allocated (and zeroed) for every request.
+const DefaultEventBuffer = 16
 
 // NewPending returns a Pending whose response channel holds buffer events.
 func NewPending(ctx context.Context, id, tenant, model string, buffer int) *Pending {
