@@ -23,6 +23,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, x *exchange) st
 func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange) string {
 	var status int
 	var header http.Header
+	wrote := false
 	for {
 		select {
 		case ev := <-x.pending.Events():
@@ -35,11 +36,16 @@ func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange
 				copyContentType(w.Header(), header)
 				w.WriteHeader(status)
 				_, _ = w.Write(ev.Data)
+				wrote = true
 			case consume.EventError:
 				e := upstreamError(ev.Err)
 				writeError(w, e)
 				return outcomeOfUpstream(e)
 			case consume.EventDone:
+				if !wrote { // never answer 200 with nothing
+					writeError(w, errUpstream("The model server sent no response body."))
+					return OutcomeUpstreamError
+				}
 				return OutcomeOK
 			}
 		case <-x.ctx.Done():
