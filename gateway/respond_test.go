@@ -36,14 +36,16 @@ func (b *scriptedBackend) Publish(_ context.Context, m *consume.Message) error {
 	}()
 	return nil
 }
-func (b *scriptedBackend) Start(consume.Handler) error                     { return nil }
-func (b *scriptedBackend) Close(context.Context) (consume.Leftover, error) { return consume.Leftover{}, nil }
-func (b *scriptedBackend) MinSuspend() time.Duration                       { return 0 }
-func (b *scriptedBackend) Ready(context.Context) error                     { return nil }
+func (b *scriptedBackend) Start(consume.Handler) error { return nil }
+func (b *scriptedBackend) Close(context.Context) (consume.Leftover, error) {
+	return consume.Leftover{}, nil
+}
+func (b *scriptedBackend) MinSuspend() time.Duration   { return 0 }
+func (b *scriptedBackend) Ready(context.Context) error { return nil }
 
 type onePool struct{}
 
-func (onePool) Models() []string    { return []string{"m"} }
+func (onePool) Models() []string     { return []string{"m"} }
 func (onePool) Serves(m string) bool { return m == "m" }
 func (onePool) Ready() bool          { return true }
 
