@@ -7,8 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,37 +20,7 @@ func TestRocketMQTwoGatewayProcesses(t *testing.T) {
 	sim := newSim(t, fastSim())
 	bin := buildBinary(t)
 	urls := []string{startProcess(t, bin, queueA, sim.url), startProcess(t, bin, queueB, sim.url)}
-	const perProcess = 6
-	var wg sync.WaitGroup
-	errs := make(chan string, 2*perProcess)
-	for i, base := range urls {
-		for j := range perProcess {
-			wg.Go(func() {
-				req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(streamBody))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+[]string{"sk-alice", "sk-bob"}[j%2])
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					errs <- err.Error()
-					return
-				}
-				body := readAll(t, resp.Body)
-				id := resp.Header.Get("X-Request-Id")
-				if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":"chatcmpl-`+id+`"`) ||
-					!strings.HasSuffix(body, "data: [DONE]\n\n") {
-					errs <- fmt.Sprintf("process %d request %d (%s): %d %s", i, j, id, resp.StatusCode, body)
-				}
-			})
-		}
-	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
-	}
-	if n := len(sim.Arrivals()); n != 2*perProcess {
-		t.Errorf("the model saw %d requests, want %d", n, 2*perProcess)
-	}
+	checkOwnResponses(t, sim, 6, urls...)
 }
 
 func buildBinary(t *testing.T) string {

@@ -82,27 +82,36 @@ func call(t *testing.T, s *stack, path, body string) string {
 	return fmt.Sprintf("%d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), normalize(text, resp.Header.Get("X-Request-Id")))
 }
 
-// Two gateway processes on one broker and one consumer group: every client
-// gets its own complete response, none consumed by the wrong replica.
+// Two gateway instances (each with its own RocketMQ clients and client id)
+// on one broker and one consumer group: every client gets its own complete
+// response, none consumed by the wrong replica.
 func TestRocketMQTwoReplicas(t *testing.T) {
 	sim := newSim(t, fastSim())
-	replicas := []*stack{
-		startStack(t, rocketmqQueue(t, "a")+tenantsYAML, sim),
-		startStack(t, rocketmqQueue(t, "b")+tenantsYAML, sim),
-	}
-	const perReplica = 8
+	a := startStack(t, rocketmqQueue(t, "a")+tenantsYAML, sim)
+	b := startStack(t, rocketmqQueue(t, "b")+tenantsYAML, sim)
+	checkOwnResponses(t, sim, 8, a.url, b.url)
+}
+
+// checkOwnResponses streams perGateway requests through each gateway at
+// once, alternating tenants, and checks that every response is complete
+// and carries its own request id, and that the model saw each request once.
+func checkOwnResponses(t *testing.T, sim *simServer, perGateway int, urls ...string) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan string, 2*perReplica)
-	for i, s := range replicas {
-		for j := range perReplica {
+	errs := make(chan string, len(urls)*perGateway)
+	for i, base := range urls {
+		for j := range perGateway {
 			wg.Go(func() {
-				key := []string{"sk-alice", "sk-bob"}[j%2]
-				resp := s.post(context.Background(), "/v1/chat/completions", key, streamBody)
+				resp, err := http.DefaultClient.Do(newPost(context.Background(), base, []string{"sk-alice", "sk-bob"}[j%2], streamBody))
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
 				body := readAll(t, resp.Body)
 				id := resp.Header.Get("X-Request-Id")
 				if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":"chatcmpl-`+id+`"`) ||
 					!strings.Contains(body, `"content":"tok1"`) || !strings.HasSuffix(body, "data: [DONE]\n\n") {
-					errs <- fmt.Sprintf("replica %d request %d (%s): %d %s", i, j, id, resp.StatusCode, body)
+					errs <- fmt.Sprintf("gateway %d request %d (%s): %d %s", i, j, id, resp.StatusCode, body)
 				}
 			})
 		}
@@ -112,8 +121,8 @@ func TestRocketMQTwoReplicas(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	if n := len(sim.Arrivals()); n != 2*perReplica {
-		t.Errorf("the model saw %d requests, want %d", n, 2*perReplica)
+	if n := len(sim.Arrivals()); n != len(urls)*perGateway {
+		t.Errorf("the model saw %d requests, want %d", n, len(urls)*perGateway)
 	}
 }
 
