@@ -11,7 +11,7 @@ import (
 const (
 	DefaultTopic              = "LLM_REQ"
 	DefaultGroup              = "GID_PACEGATE"
-	DefaultInvisibleDuration  = 30 * time.Second
+	DefaultInvisibleDuration  = 10 * time.Second
 	DefaultConsumptionThreads = 64
 	DefaultMaxCacheMessages   = 256
 	DefaultMaxBacklog         = 10000

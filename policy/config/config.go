@@ -93,7 +93,7 @@ type RocketMQ struct {
 	Group     string        `yaml:"group"`      // consumer group; default "GID_PACEGATE"
 	ReplicaID string        `yaml:"replica_id"` // this gateway's id among replicas; default "r0"
 	Replicas  int           `yaml:"replicas"`   // gateway replicas sharing the quotas; default 1
-	Invisible time.Duration `yaml:"invisible"`  // message invisible duration; default 30s
+	Invisible time.Duration `yaml:"invisible"`  // message invisible duration; default 10s (the proxy's minimum)
 }
 
 // Control configures the closed loop that scales pacing rates from vLLM

@@ -48,7 +48,7 @@ func (q *Queue) setDefaults() {
 	setString(&r.Group, "GID_PACEGATE")
 	setString(&r.ReplicaID, "r0")
 	setNum(&r.Replicas, 1)
-	setNum(&r.Invisible, 30*time.Second)
+	setNum(&r.Invisible, 10*time.Second)
 }
 
 func (c *Control) setDefaults() {
