@@ -62,7 +62,7 @@ func TestPublishDeliver(t *testing.T) {
 	m := message("first-"+runID, lt)
 	t0 := time.Now()
 	publish(t, in.b, m)
-	d := recv(t, got, 30*time.Second, "first delivery")
+	d := recv(t, got, deliveryTimeout, "first delivery")
 	<-lat
 	t.Logf("first message (subscribe + send + deliver): %s", time.Since(t0).Round(time.Millisecond))
 	if d.ID != m.ID || d.LiteTopic != lt || string(d.Body) != string(m.Body) || d.Attempt != 1 ||
@@ -74,7 +74,7 @@ func TestPublishDeliver(t *testing.T) {
 	var lats []time.Duration
 	for i := range n {
 		publish(t, in.b, message(fmt.Sprintf("pd-%s-%d", runID, i), lt))
-		d := recv(t, got, 30*time.Second, fmt.Sprintf("delivery %d", i))
+		d := recv(t, got, deliveryTimeout, fmt.Sprintf("delivery %d", i))
 		lats = append(lats, <-lat)
 		if want := fmt.Sprintf("pd-%s-%d", runID, i); d.ID != want {
 			t.Fatalf("delivery %d has id %s, want %s", i, d.ID, want)
@@ -91,7 +91,7 @@ func TestPublishDeliver(t *testing.T) {
 	}
 	var first time.Time
 	for i := range backlog {
-		recv(t, got, 30*time.Second, "drained delivery")
+		recv(t, got, deliveryTimeout, "drained delivery")
 		<-lat
 		if i == 0 {
 			first = time.Now()
@@ -131,12 +131,12 @@ func TestBacklogLimit(t *testing.T) {
 	}
 	close(release)
 	for i := range 3 {
-		if id := recv(t, delivered, 30*time.Second, "delivery after release"); id != fmt.Sprintf("full-%s-%d", runID, i) {
+		if id := recv(t, delivered, deliveryTimeout, "delivery after release"); id != fmt.Sprintf("full-%s-%d", runID, i) {
 			t.Fatalf("delivery %d = %s: FIFO order broken", i, id)
 		}
 	}
 	publish(t, in.b, m) // room again
-	recv(t, delivered, 30*time.Second, "delivery of the retried message")
+	recv(t, delivered, deliveryTimeout, "delivery of the retried message")
 }
 
 // Retry becomes a Suspend with backoff; the backend counts the attempts.
@@ -153,7 +153,7 @@ func TestRetryCountsAttempts(t *testing.T) {
 	})()
 	publish(t, in.b, message("retry-"+runID, lt))
 	for want := 1; want <= 3; want++ {
-		if got := recv(t, attempts, 30*time.Second, "attempt"); got != want {
+		if got := recv(t, attempts, deliveryTimeout, "attempt"); got != want {
 			t.Fatalf("attempt = %d, want %d", got, want)
 		}
 	}

@@ -68,7 +68,7 @@ func TestSuspendPacing(t *testing.T) {
 			}
 			var first, last time.Time
 			for i := range tc.n {
-				at := recv(t, released, time.Duration(float64(tc.n)/tc.rate*float64(time.Second))+30*time.Second, "release")
+				at := recv(t, released, time.Duration(float64(tc.n)/tc.rate*float64(time.Second))+deliveryTimeout, "release")
 				if i == 0 {
 					first = at
 				}
@@ -110,7 +110,7 @@ func TestSuspendIsolation(t *testing.T) {
 				publish(t, in.b, message(fmt.Sprintf("iso-%s-%s-%d-%d", runID, phase, r, i), lt))
 			}
 			for range probe {
-				ds = append(ds, recv(t, lat, 30*time.Second, phase+" probe delivery"))
+				ds = append(ds, recv(t, lat, deliveryTimeout, phase+" probe delivery"))
 			}
 		}
 		return ds
@@ -216,7 +216,7 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for len(seen) < len(want) {
-		g := recv(t, deliveries, 30*time.Second, fmt.Sprintf("deliveries (%d of %d)", len(seen), len(want)))
+		g := recv(t, deliveries, deliveryTimeout, fmt.Sprintf("deliveries (%d of %d)", len(seen), len(want)))
 		if want[g.id] != g.replica {
 			t.Errorf("%s (LiteTopic %s, published by %s) delivered to replica %s", g.id, g.lt, want[g.id], g.replica)
 		}
