@@ -85,7 +85,16 @@ func parse(t testing.TB, y string) *config.File {
 
 // chat sends a non-streamed chat completion and returns status and body.
 func (ta *testApp) chat(ctx context.Context, key string) (int, string) {
-	body := `{"model":"` + simModel + `","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`
+	return ta.complete(ctx, key, false)
+}
+
+// stream sends a streamed chat completion and returns its whole body.
+func (ta *testApp) stream(key string) (int, string) {
+	return ta.complete(context.Background(), key, true)
+}
+
+func (ta *testApp) complete(ctx context.Context, key string, stream bool) (int, string) {
+	body := fmt.Sprintf(`{"model":%q,"stream":%t,"max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`, simModel, stream)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ta.a.URL()+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,21 +16,6 @@ defaults: {rate: 0.2, backlog: 100, max_wait: 60s}
 tenants:
   - {id: acme, keys: [sk-acme]}
 `
-
-// stream sends a streamed chat completion and returns its whole body.
-func (ta *testApp) stream(key string) (int, string) {
-	body := `{"model":"` + simModel + `","stream":true,"max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`
-	req, _ := http.NewRequest(http.MethodPost, ta.a.URL()+"/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // TestShutdownLetsRequestsFinishWithinGrace: a request running on the
 // upstream when SIGTERM comes completes normally.
