@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
+	"github.com/pacegate/pacegate/consume/fairshare"
 	"github.com/pacegate/pacegate/policy"
 )
 
@@ -15,18 +15,16 @@ import (
 // called from handler and invocation goroutines and must not block.
 type Observer interface {
 	Released(k policy.Key, queueWait time.Duration)
-	Suspended(k policy.Key, d time.Duration, reason string) // "pace" | "capacity"
-	Dropped(k policy.Key, reason string)                    // "client_gone" | "duplicate" | "bad_message"
+	Suspended(k policy.Key, d time.Duration, reason string) // ReasonPace, ReasonCapacity, ReasonCapacityRecheck
+	Dropped(k policy.Key, reason string)                    // ReasonClientGone, ReasonDuplicate
 	Panicked(k policy.Key)
 }
 
 // Reasons passed to Observer.Suspended and Observer.Dropped.
 const (
 	ReasonPace       = "pace"
-	ReasonCapacity   = "capacity"
 	ReasonClientGone = "client_gone"
 	ReasonDuplicate  = "duplicate"
-	ReasonBadMessage = "bad_message"
 )
 
 type nopObserver struct{}
@@ -36,28 +34,34 @@ func (nopObserver) Suspended(policy.Key, time.Duration, string) {}
 func (nopObserver) Dropped(policy.Key, string)                  {}
 func (nopObserver) Panicked(policy.Key)                         {}
 
-// ConsumerConfig wires a Consumer. Backend, Registry, Pacer and Upstreams
-// are required.
+// ConsumerConfig wires a Consumer. Queue, Pacer and Upstreams are
+// required.
 type ConsumerConfig struct {
-	Backend   Backend   // for MinSuspend
-	Registry  *Registry // where waiting requests are found
+	Queue     *Queue
 	Pacer     Pacer
 	Upstreams Upstreams
-	// Buckets, if set, is told about departures, suspensions and releases.
-	Buckets *Buckets
+	// Capacity is how a saturated pool is shared. The zero value is
+	// CapacityFair.
+	Capacity CapacityMode
+	// CompletionWeight is w in a bucket's service (prompt tokens plus
+	// w × completion tokens). Zero means DefaultCompletionWeight.
+	CompletionWeight float64
+	// Fairness is the fair-share scheduler. Nil means a new one with the
+	// default half-life.
+	Fairness *fairshare.Scheduler
 	// Observer receives metrics hooks. Nil means none.
 	Observer Observer
 	// Logger receives panics. Nil means slog.Default().
 	Logger *slog.Logger
-	// CapacityBackoff is how long a bucket is suspended when no upstream
-	// has capacity for its model. Zero means 25 ms.
+	// CapacityBackoff is the poll mode's suspension when no upstream has
+	// capacity. Zero means 25 ms.
 	CapacityBackoff time.Duration
-	// MaxSuspend caps one suspension, so that a rate increase reaches a
-	// bucket suspended under the old, slower rate within MaxSuspend. Zero
-	// means no cap: right for a backend that implements [Waker], where
-	// the app wakes the touched buckets instead.
-	MaxSuspend time.Duration
 }
+
+// maxSuspendWithoutWake caps one suspension on a backend that cannot be
+// woken (RocketMQ holds suspensions in the broker): a rate increase then
+// reaches requests already queued within this long.
+const maxSuspendWithoutWake = time.Second
 
 // ErrConsumerClosed is sent to a request delivered after Consumer.Close.
 var ErrConsumerClosed = errors.New("consume: consumer closed")
@@ -69,8 +73,11 @@ var ErrConsumerClosed = errors.New("consume: consumer closed")
 // invocation goroutine starts once Close has begun waiting.
 type Consumer struct {
 	cfg        ConsumerConfig
+	q          *Queue
 	obs        Observer
+	cap        *capacity
 	minSuspend time.Duration
+	maxSuspend time.Duration // 0: none
 	idle       chan struct{} // closed once closed and running == 0
 
 	mu      sync.Mutex
@@ -78,20 +85,36 @@ type Consumer struct {
 	running int // invocation goroutines
 }
 
-// NewConsumer returns a Consumer for cfg.
+// NewConsumer returns a Consumer for cfg. In fair mode it installs itself
+// as the pool's OnFree listener and the Queue's idle listener.
 func NewConsumer(cfg ConsumerConfig) *Consumer {
 	if cfg.CapacityBackoff <= 0 {
 		cfg.CapacityBackoff = 25 * time.Millisecond
 	}
+	if cfg.CompletionWeight <= 0 {
+		cfg.CompletionWeight = DefaultCompletionWeight
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Consumer{cfg: cfg, obs: cfg.Observer, minSuspend: cfg.Backend.MinSuspend(), idle: make(chan struct{})}
+	if cfg.Fairness == nil {
+		cfg.Fairness = fairshare.New(0)
+	}
+	c := &Consumer{cfg: cfg, q: cfg.Queue, obs: cfg.Observer, idle: make(chan struct{}),
+		minSuspend: cfg.Queue.Backend().MinSuspend()}
 	if c.obs == nil {
 		c.obs = nopObserver{}
 	}
+	if !c.q.Wakeable() {
+		c.maxSuspend = max(maxSuspendWithoutWake, c.minSuspend)
+	}
+	c.cap = newCapacity(cfg.Upstreams, cfg.Fairness, cfg.Capacity, c.q)
+	c.q.onIdle = cfg.Fairness.Idle
 	return c
 }
+
+// Fairness is the scheduler behind the fair share, for its figures.
+func (c *Consumer) Fairness() *fairshare.Scheduler { return c.cfg.Fairness }
 
 // Close stops new dispatches and waits, bounded by ctx, for invocation
 // goroutines; each ends when its upstream call does, at the latest when
@@ -137,48 +160,16 @@ func (c *Consumer) invoked() {
 	}
 }
 
-// delivery is what Handle extracts from a Delivery's properties.
-type delivery struct {
-	key      policy.Key
-	cost     float64
-	enqueued time.Time
-}
-
-func parseDelivery(d *Delivery) (delivery, error) {
-	p := d.Properties
-	x := delivery{key: policy.Key{Tenant: p[PropTenant], Model: p[PropModel]}, cost: 1, enqueued: EnqueuedAt(p)}
-	if x.key.Tenant == "" || x.key.Model == "" {
-		return x, errors.New("consume: message without tenant or model")
-	}
-	if s, ok := p[PropCost]; ok {
-		c, err := strconv.ParseFloat(s, 64)
-		if err != nil || c < 0 {
-			return x, errors.New("consume: bad cost " + strconv.Quote(s))
-		}
-		x.cost = c
-	}
-	return x, nil
-}
-
-// depart tells the bucket tracker that a message left the queue.
-func (c *Consumer) depart(x delivery) {
-	if c.cfg.Buckets != nil {
-		c.cfg.Buckets.Depart(x.key, x.enqueued)
-	}
-}
-
-func (c *Consumer) drop(x delivery, reason string) Result {
-	c.obs.Dropped(x.key, reason)
+func (c *Consumer) drop(k policy.Key, reason string) Result {
+	c.obs.Dropped(k, reason)
 	return Success()
 }
 
-func (c *Consumer) suspend(x delivery, d time.Duration, reason string) Result {
-	if c.cfg.MaxSuspend > 0 {
-		d = min(d, max(c.cfg.MaxSuspend, c.minSuspend))
+func (c *Consumer) suspend(k policy.Key, d time.Duration, reason string) Result {
+	if c.maxSuspend > 0 {
+		d = min(d, c.maxSuspend)
 	}
-	if c.cfg.Buckets != nil {
-		c.cfg.Buckets.MarkSuspended(x.key, time.Now().Add(d))
-	}
-	c.obs.Suspended(x.key, d, reason)
+	c.q.markSuspended(k, time.Now().Add(d))
+	c.obs.Suspended(k, d, reason)
 	return Suspend(d)
 }

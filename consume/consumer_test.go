@@ -18,39 +18,63 @@ import (
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// fakeBackend only answers MinSuspend.
-type fakeBackend struct{ min time.Duration }
+// fakeBackend accepts every message and answers MinSuspend; with wakes
+// set it is a Waker that records the LiteTopics it was asked to wake.
+type fakeBackend struct {
+	min   time.Duration
+	mu    sync.Mutex
+	woken []string
+}
 
-func (fakeBackend) Publish(context.Context, *Message) error   { return nil }
-func (fakeBackend) Start(Handler) error                       { return nil }
-func (fakeBackend) Close(context.Context) (Leftover, error)   { return Leftover{}, nil }
-func (b fakeBackend) MinSuspend() time.Duration               { return b.min }
-func (fakeBackend) Ready(context.Context) error               { return nil }
+func (*fakeBackend) Publish(context.Context, *Message) error  { return nil }
+func (*fakeBackend) Start(Handler) error                      { return nil }
+func (*fakeBackend) Close(context.Context) (Leftover, error)  { return Leftover{}, nil }
+func (b *fakeBackend) MinSuspend() time.Duration              { return b.min }
+func (*fakeBackend) Ready(context.Context) error              { return nil }
 func (f *fakeUpstreams) TryAcquire(model string) (Slot, bool) { return f.acquire(model) }
-func (f fakePacer) AcquireOrSuspend(k policy.Key, c float64) time.Duration {
-	return f(k, c)
+func (f *fakeUpstreams) OnFree(fn func([]string))             { f.onFree = fn }
+func (p fakePacer) Wait(k policy.Key, c float64) time.Duration {
+	return p(k, c)
+}
+func (p fakePacer) AcquireOrSuspend(k policy.Key, c float64) time.Duration {
+	return p(k, c)
+}
+
+// wakeableBackend is a fakeBackend that can end suspensions.
+type wakeableBackend struct{ fakeBackend }
+
+func (b *wakeableBackend) Wake(lt string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.woken = append(b.woken, lt)
+	return true
 }
 
 // fakePacer answers with a function.
 type fakePacer func(k policy.Key, cost float64) time.Duration
 
-// fakeUpstreams hands out fakeSlots while capacity allows.
+// fakeUpstreams hands out up to limit fakeSlots at once (0: no limit
+// unless full is set).
 type fakeUpstreams struct {
 	mu       sync.Mutex
 	full     bool
+	limit    int
+	inUse    int
 	acquired int
 	released atomic.Int32
 	calls    atomic.Int32
-	do       func(ctx context.Context, req *UpstreamRequest, emit func(Event) error) error
+	onFree   func([]string)
+	do       func(ctx context.Context, req *Request, emit func(Event) error) error
 }
 
 func (f *fakeUpstreams) acquire(string) (Slot, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.full {
+	if f.full || f.limit > 0 && f.inUse >= f.limit {
 		return nil, false
 	}
 	f.acquired++
+	f.inUse++
 	return &fakeSlot{u: f}, true
 }
 
@@ -59,7 +83,7 @@ type fakeSlot struct {
 	once sync.Once
 }
 
-func (s *fakeSlot) Do(ctx context.Context, req *UpstreamRequest, emit func(Event) error) error {
+func (s *fakeSlot) Do(ctx context.Context, req *Request, emit func(Event) error) error {
 	defer s.Release()
 	s.u.calls.Add(1)
 	if s.u.do == nil {
@@ -68,7 +92,18 @@ func (s *fakeSlot) Do(ctx context.Context, req *UpstreamRequest, emit func(Event
 	return s.u.do(ctx, req, emit)
 }
 
-func (s *fakeSlot) Release() { s.once.Do(func() { s.u.released.Add(1) }) }
+func (s *fakeSlot) Release() {
+	s.once.Do(func() {
+		s.u.released.Add(1)
+		s.u.mu.Lock()
+		s.u.inUse--
+		f := s.u.onFree
+		s.u.mu.Unlock()
+		if f != nil {
+			f([]string{"m"})
+		}
+	})
+}
 
 // recorder is an Observer that writes down what it saw.
 type recorder struct {
@@ -81,9 +116,9 @@ func (r *recorder) add(s string) {
 	defer r.mu.Unlock()
 	r.got = append(r.got, s)
 }
-func (r *recorder) Released(k policy.Key, _ time.Duration) { r.add("released") }
+func (r *recorder) Released(k policy.Key, _ time.Duration) { r.add("released " + k.Tenant) }
 func (r *recorder) Suspended(k policy.Key, d time.Duration, reason string) {
-	r.add(fmt.Sprintf("suspended %s %s", d, reason))
+	r.add(fmt.Sprintf("suspended %s %s %s", k.Tenant, d, reason))
 }
 func (r *recorder) Dropped(k policy.Key, reason string) { r.add("dropped " + reason) }
 func (r *recorder) Panicked(k policy.Key)               { r.add("panicked") }
@@ -93,40 +128,42 @@ func (r *recorder) events() []string {
 	return slices.Clone(r.got)
 }
 
-// rig is a Consumer with fakes around it.
+// rig is a Consumer with a Queue and fakes around it.
 type rig struct {
 	c   *Consumer
-	reg *Registry
+	q   *Queue
+	b   Backend
 	up  *fakeUpstreams
 	obs *recorder
-	bk  *Buckets
 	key policy.Key
+	n   int
 }
 
 func newRig(minSuspend time.Duration, pacer fakePacer) *rig {
-	r := &rig{reg: &Registry{}, up: &fakeUpstreams{}, obs: &recorder{}, bk: NewBuckets(), key: policy.Key{Tenant: "acme", Model: "m"}}
+	return newRigOn(&fakeBackend{min: minSuspend}, pacer, CapacityFair)
+}
+
+func newRigOn(b Backend, pacer fakePacer, mode CapacityMode) *rig {
+	r := &rig{b: b, q: NewQueue(b, ""), up: &fakeUpstreams{}, obs: &recorder{}, key: policy.Key{Tenant: "acme", Model: "m"}}
 	if pacer == nil {
 		pacer = func(policy.Key, float64) time.Duration { return 0 }
 	}
-	r.c = NewConsumer(ConsumerConfig{
-		Backend: fakeBackend{min: minSuspend}, Registry: r.reg, Pacer: pacer, Upstreams: r.up,
-		Buckets: r.bk, Observer: r.obs, Logger: quietLog,
-	})
+	r.c = NewConsumer(ConsumerConfig{Queue: r.q, Pacer: pacer, Upstreams: r.up, Capacity: mode,
+		Observer: r.obs, Logger: quietLog})
 	return r
 }
 
-// enqueue registers a waiting request (unless register is false) and
-// returns its delivery.
-func (r *rig) enqueue(ctx context.Context, id string, register bool) (*Delivery, *Pending) {
-	tk := r.bk.Enqueue(r.key, time.Now())
-	p := NewPending(ctx, id, r.key.Tenant, r.key.Model, 8)
-	if register {
-		r.reg.Register(p)
+// submit queues a request of tenant's bucket and returns its delivery.
+func (r *rig) submit(ctx context.Context, tenant string) (*Delivery, *Pending) {
+	r.n++
+	k := policy.Key{Tenant: tenant, Model: "m"}
+	p, err := r.q.Submit(ctx, &Request{ID: fmt.Sprint(tenant, "-", r.n), Key: k, Path: "/v1/chat/completions",
+		Body: []byte("{}"), Stream: true, Band: 1, Weight: 1, Submitted: time.Now()})
+	if err != nil {
+		panic(err)
 	}
-	return &Delivery{Attempt: 1, Message: Message{ID: id, LiteTopic: "acme__m", Body: []byte("{}"), Properties: map[string]string{
-		PropTenant: r.key.Tenant, PropModel: r.key.Model, PropPath: "/v1/chat/completions", PropStream: "1",
-		PropCost: "1", PropEnqueued: tk.EnqueuedProp(),
-	}}}, p
+	return &Delivery{Attempt: 1, Message: Message{ID: p.Req.ID, LiteTopic: r.q.LiteTopic(k),
+		Properties: map[string]string{PropTenant: tenant, PropModel: "m"}}}, p
 }
 
 // collect reads p's events up to and including a terminal one.
@@ -148,11 +185,13 @@ func collect(t *testing.T, p *Pending) []Event {
 
 func TestConsumerDropsWhenClientGone(t *testing.T) {
 	r := newRig(time.Millisecond, nil)
-	d, _ := r.enqueue(context.Background(), "unregistered", false)
+	unknown := &Delivery{Attempt: 1, Message: Message{ID: "nobody", Properties: map[string]string{PropTenant: "acme", PropModel: "m"}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	d2, _ := r.enqueue(ctx, "cancelled", true)
-	for _, d := range []*Delivery{d, d2} {
+	d, _ := r.submit(ctx, "acme")
+	d2, p2 := r.submit(context.Background(), "acme")
+	p2.Abandon() // e.g. its band's max_wait passed
+	for _, d := range []*Delivery{unknown, d, d2} {
 		if res := r.c.Handle(context.Background(), d); res.Action != ActionSuccess {
 			t.Fatalf("%s: %v", d.ID, res)
 		}
@@ -160,17 +199,17 @@ func TestConsumerDropsWhenClientGone(t *testing.T) {
 	if r.up.acquired != 0 || r.up.calls.Load() != 0 {
 		t.Fatalf("upstream touched: %d acquired, %d calls", r.up.acquired, r.up.calls.Load())
 	}
-	if got := r.obs.events(); !slices.Equal(got, []string{"dropped client_gone", "dropped client_gone"}) {
+	if got := r.obs.events(); !slices.Equal(got, []string{"dropped client_gone", "dropped client_gone", "dropped client_gone"}) {
 		t.Fatalf("observer %v", got)
 	}
-	if r.bk.Backlog(r.key) != 0 {
-		t.Fatalf("departures not recorded: backlog %d", r.bk.Backlog(r.key))
+	if b := r.q.Backlog(r.key); b != 0 {
+		t.Fatalf("departures not recorded: backlog %d", b)
 	}
 }
 
 func TestConsumerDuplicateNeverCallsTwice(t *testing.T) {
 	r := newRig(time.Millisecond, nil)
-	d, p := r.enqueue(context.Background(), "1", true)
+	d, p := r.submit(context.Background(), "acme")
 	r.c.Handle(context.Background(), d)
 	collect(t, p)
 	redelivered := *d
@@ -184,66 +223,112 @@ func TestConsumerDuplicateNeverCallsTwice(t *testing.T) {
 	if n := r.up.calls.Load(); n != 1 {
 		t.Fatalf("%d upstream calls, want 1", n)
 	}
-	if got := r.obs.events(); !slices.Equal(got, []string{"released", "dropped duplicate"}) {
+	if got := r.obs.events(); !slices.Equal(got, []string{"released acme", "dropped duplicate"}) {
 		t.Fatalf("observer %v", got)
 	}
 }
 
-func TestConsumerCapacitySuspendsBeforePacer(t *testing.T) {
-	var asked atomic.Int32
-	r := newRig(time.Millisecond, func(policy.Key, float64) time.Duration { asked.Add(1); return 0 })
-	r.up.full = true
-	d, _ := r.enqueue(context.Background(), "1", true)
-	if res := r.c.Handle(context.Background(), d); res != Suspend(25*time.Millisecond) {
-		t.Fatalf("got %v, want suspend(25ms)", res)
+// Requests submitted in one order and departing in another leave nothing
+// behind: the ledger matches by request, never by time. (Before the
+// ledger, a tracker that matched departures by admission time kept a
+// phantom request here.)
+func TestNoPhantomBacklog(t *testing.T) {
+	r := newRig(time.Millisecond, nil)
+	t0 := time.Now()
+	mk := func(id string, at time.Time) (*Delivery, *Pending) {
+		p, err := r.q.Submit(context.Background(), &Request{ID: id, Key: r.key, Submitted: at, Weight: 1, Band: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Delivery{Attempt: 1, Message: Message{ID: id}}, p
 	}
-	if asked.Load() != 0 {
-		t.Fatal("pacer asked although there was no capacity")
+	d2, _ := mk("second-admitted", t0.Add(2*time.Millisecond)) // submitted first
+	d1, p1 := mk("first-admitted", t0.Add(time.Millisecond))
+	if pos := r.q.Position(p1); pos != 2 {
+		t.Fatalf("position of the later submission = %d, want 2", pos)
 	}
-	if st, _ := r.bk.Stat(r.key); st.State != StateSuspended || st.Backlog != 1 {
-		t.Fatalf("bucket %+v", st)
+	r.c.Handle(context.Background(), d1)
+	r.c.Handle(context.Background(), d2)
+	if b := r.q.Backlog(r.key); b != 0 {
+		t.Fatalf("Backlog = %d with nothing queued", b)
 	}
-	if got := r.obs.events(); !slices.Equal(got, []string{"suspended 25ms capacity"}) {
-		t.Fatalf("observer %v", got)
+	r.c.Close(context.Background())
+}
+
+// The bucket's backlog limit is enforced once, at submission.
+func TestQueueBacklogLimit(t *testing.T) {
+	q := NewQueue(&fakeBackend{min: time.Millisecond}, "r0")
+	k := policy.Key{Tenant: "acme", Model: "m"}
+	for i := range 2 {
+		if _, err := q.Submit(context.Background(), &Request{ID: fmt.Sprint(i), Key: k, MaxBacklog: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := q.Submit(context.Background(), &Request{ID: "x", Key: k, MaxBacklog: 2})
+	full, ok := IsFull(err)
+	if !ok || full.Scope != ScopeBucket || full.Limit != 2 || full.LiteTopic != "acme__m__r0" || !errors.Is(err, ErrFull) {
+		t.Fatalf("third Submit = %v, want a bucket FullError with limit 2", err)
+	}
+	if q.Len() != 2 || q.Backlog(k) != 2 {
+		t.Fatalf("a refused Submit left state behind: len %d backlog %d", q.Len(), q.Backlog(k))
 	}
 }
 
-func TestConsumerPaceSuspends(t *testing.T) {
+// A request whose handler leaves while it is queued leaves the backlog at
+// once, before its message is delivered.
+func TestFinishWithdrawsQueuedRequest(t *testing.T) {
+	r := newRig(time.Millisecond, nil)
+	_, p1 := r.submit(context.Background(), "acme")
+	_, p2 := r.submit(context.Background(), "acme")
+	r.q.Finish(p1)
+	if b, pos := r.q.Backlog(r.key), r.q.Position(p2); b != 1 || pos != 1 {
+		t.Fatalf("after Finish: backlog %d, position of the next %d; want 1 and 1", b, pos)
+	}
+	r.q.Finish(p1) // idempotent
+	if r.q.Len() != 1 {
+		t.Fatalf("Len = %d, want 1", r.q.Len())
+	}
+}
+
+func TestConsumerPaceSuspendsHoldingNothing(t *testing.T) {
 	r := newRig(30*time.Millisecond, func(policy.Key, float64) time.Duration { return 40 * time.Millisecond })
-	d, _ := r.enqueue(context.Background(), "1", true)
+	d, _ := r.submit(context.Background(), "acme")
 	if res := r.c.Handle(context.Background(), d); res != Suspend(40*time.Millisecond) {
 		t.Fatalf("got %v", res)
 	}
-	if r.up.released.Load() != 1 || r.up.calls.Load() != 0 {
-		t.Fatalf("slot not given back: released %d, calls %d", r.up.released.Load(), r.up.calls.Load())
+	if r.up.acquired != 0 || r.up.calls.Load() != 0 {
+		t.Fatalf("a paced bucket took a slot: acquired %d, calls %d", r.up.acquired, r.up.calls.Load())
+	}
+	if st, _ := r.q.Stat(r.key); st.State != StateSuspended || st.Backlog != 1 || st.Suspends != 1 {
+		t.Fatalf("bucket %+v", st)
 	}
 }
 
-// With MaxSuspend set (a backend that cannot be woken), a long pacing wait
-// becomes several short suspensions, so that a rate increase is felt
-// within MaxSuspend.
-func TestConsumerMaxSuspendCapsLongWaits(t *testing.T) {
+// On a backend that cannot be woken, a long pacing wait becomes several
+// short suspensions, so that a rate increase is felt within a second.
+func TestConsumerCapsLongWaitsWithoutWake(t *testing.T) {
 	r := newRig(30*time.Millisecond, func(policy.Key, float64) time.Duration { return 20 * time.Second })
-	r.c.cfg.MaxSuspend = time.Second
-	d, _ := r.enqueue(context.Background(), "1", true)
+	d, _ := r.submit(context.Background(), "acme")
 	if res := r.c.Handle(context.Background(), d); res != Suspend(time.Second) {
 		t.Fatalf("got %v, want suspend(1s)", res)
 	}
-	if got := r.obs.events(); !slices.Equal(got, []string{"suspended 1s pace"}) {
-		t.Fatalf("observer %v", got)
+	w := newRigOn(&wakeableBackend{fakeBackend{min: time.Millisecond}}, func(policy.Key, float64) time.Duration { return 20 * time.Second }, CapacityFair)
+	d, _ = w.submit(context.Background(), "acme")
+	if res := w.c.Handle(context.Background(), d); res != Suspend(20*time.Second) {
+		t.Fatalf("wakeable backend: got %v, want suspend(20s)", res)
 	}
 }
 
 // A wait below MinSuspend is made up locally, then the pacer is asked again.
 func TestConsumerShortWaitIsLocal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		answers := []time.Duration{10 * time.Millisecond, 0}
+		answers := []time.Duration{10 * time.Millisecond, 0, 0}
 		r := newRig(30*time.Millisecond, func(policy.Key, float64) time.Duration {
 			a := answers[0]
 			answers = answers[1:]
 			return a
 		})
-		d, p := r.enqueue(context.Background(), "1", true)
+		d, p := r.submit(context.Background(), "acme")
 		start := time.Now()
 		if res := r.c.Handle(context.Background(), d); res.Action != ActionSuccess {
 			t.Fatalf("got %v", res)
@@ -252,12 +337,9 @@ func TestConsumerShortWaitIsLocal(t *testing.T) {
 			t.Fatalf("local wait took %v, want 10ms", took)
 		}
 		collect(t, p)
-		if r.up.acquired != 2 || r.up.released.Load() != 2 {
-			t.Fatalf("acquired %d released %d, want 2 and 2", r.up.acquired, r.up.released.Load())
-		}
 		// A second short answer after the local wait becomes a Suspend.
 		answers = []time.Duration{5 * time.Millisecond, 5 * time.Millisecond}
-		d, _ = r.enqueue(context.Background(), "2", true)
+		d, _ = r.submit(context.Background(), "acme")
 		if res := r.c.Handle(context.Background(), d); res != Suspend(30*time.Millisecond) {
 			t.Fatalf("got %v, want suspend(30ms)", res)
 		}
@@ -269,8 +351,8 @@ func TestConsumerEventsInOrder(t *testing.T) {
 	boom := errors.New("upstream reset")
 	for _, fail := range []bool{false, true} {
 		r := newRig(time.Millisecond, nil)
-		var gotReq *UpstreamRequest
-		r.up.do = func(_ context.Context, req *UpstreamRequest, emit func(Event) error) error {
+		var gotReq *Request
+		r.up.do = func(_ context.Context, req *Request, emit func(Event) error) error {
 			gotReq = req
 			emit(Event{Kind: EventHeader, Status: 200})
 			emit(Event{Kind: EventChunk, Data: []byte("a")})
@@ -280,7 +362,7 @@ func TestConsumerEventsInOrder(t *testing.T) {
 			}
 			return nil
 		}
-		d, p := r.enqueue(context.Background(), "1", true)
+		d, p := r.submit(context.Background(), "acme")
 		r.c.Handle(context.Background(), d)
 		evs := collect(t, p)
 		var kinds []EventKind
@@ -298,40 +380,25 @@ func TestConsumerEventsInOrder(t *testing.T) {
 			t.Errorf("error event carries %v", evs[3].Err)
 		}
 		r.c.Close(context.Background())
-		if gotReq.ID != "1" || gotReq.Path != "/v1/chat/completions" || !gotReq.Stream || gotReq.Model != "m" {
-			t.Errorf("request %+v", gotReq)
+		if gotReq != p.Req {
+			t.Errorf("upstream got %+v, want the submitted request", gotReq)
 		}
-		if !p.Dispatched() || r.bk.Backlog(r.key) != 0 {
-			t.Errorf("dispatched %v backlog %d", p.Dispatched(), r.bk.Backlog(r.key))
+		if !p.Dispatched() || r.q.Backlog(r.key) != 0 {
+			t.Errorf("dispatched %v backlog %d", p.Dispatched(), r.q.Backlog(r.key))
 		}
-	}
-}
-
-func TestConsumerBadMessage(t *testing.T) {
-	r := newRig(time.Millisecond, nil)
-	d, p := r.enqueue(context.Background(), "1", true)
-	d.Properties[PropCost] = "lots"
-	if res := r.c.Handle(context.Background(), d); res.Action != ActionSuccess {
-		t.Fatalf("got %v", res)
-	}
-	if evs := collect(t, p); evs[0].Kind != EventError {
-		t.Fatalf("events %v", evs)
-	}
-	if got := r.obs.events(); !slices.Equal(got, []string{"dropped bad_message"}) || r.up.acquired != 0 {
-		t.Fatalf("observer %v, acquired %d", got, r.up.acquired)
 	}
 }
 
 func TestConsumerPanicsAreContained(t *testing.T) {
 	r := newRig(time.Millisecond, nil)
-	r.up.do = func(context.Context, *UpstreamRequest, func(Event) error) error { panic("upstream bug") }
-	d, p := r.enqueue(context.Background(), "1", true)
+	r.up.do = func(context.Context, *Request, func(Event) error) error { panic("upstream bug") }
+	d, p := r.submit(context.Background(), "acme")
 	r.c.Handle(context.Background(), d)
 	if evs := collect(t, p); evs[len(evs)-1].Kind != EventError {
 		t.Fatalf("events %v", evs)
 	}
 	r2 := newRig(time.Millisecond, func(policy.Key, float64) time.Duration { panic("pacer bug") })
-	d, p = r2.enqueue(context.Background(), "2", true)
+	d, p = r2.submit(context.Background(), "acme")
 	if res := r2.c.Handle(context.Background(), d); res.Action != ActionSuccess {
 		t.Fatalf("got %v", res)
 	}
@@ -344,18 +411,21 @@ func TestConsumerPanicsAreContained(t *testing.T) {
 			t.Errorf("observer %v", got)
 		}
 	}
+	if b := r2.q.Backlog(r2.key); b != 0 {
+		t.Errorf("a panicked delivery left backlog %d", b)
+	}
 }
 
 // Close waits for invocations, which end with their request context.
 func TestConsumerCloseWaitsForInvocations(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(time.Millisecond, nil)
-		r.up.do = func(ctx context.Context, _ *UpstreamRequest, _ func(Event) error) error {
+		r.up.do = func(ctx context.Context, _ *Request, _ func(Event) error) error {
 			<-ctx.Done() // a long stream, until the client leaves
 			return ctx.Err()
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		d, p := r.enqueue(ctx, "1", true)
+		d, _ := r.submit(ctx, "acme")
 		r.c.Handle(context.Background(), d)
 		short, stop := context.WithTimeout(context.Background(), time.Second)
 		defer stop()
@@ -367,7 +437,7 @@ func TestConsumerCloseWaitsForInvocations(t *testing.T) {
 			t.Fatalf("Close: %v", err)
 		}
 		// After Close nothing is dispatched; the client hears why.
-		d, p = r.enqueue(context.Background(), "2", true)
+		d, p := r.submit(context.Background(), "acme")
 		r.c.Handle(context.Background(), d)
 		if ev := <-p.Events(); !errors.Is(ev.Err, ErrConsumerClosed) {
 			t.Fatalf("after Close: %+v", ev)

@@ -18,25 +18,16 @@ type Message struct {
 	LiteTopic string
 	// Body is the upstream request body.
 	Body []byte
-	// Properties carry what the consumer needs without decoding Body
-	// (see the Prop* constants).
+	// Properties name the bucket (PropTenant, PropModel), for operators
+	// reading the broker; the consumer reads the request itself from the
+	// Queue's registry.
 	Properties map[string]string
-	// MaxBacklog, if > 0, is this LiteTopic's backlog limit: Publish
-	// fails with *FullError{Scope: ScopeLiteTopic} when the LiteTopic
-	// already holds that many messages. Zero means the backend's default.
-	MaxBacklog int
 }
 
 // Message property names.
 const (
 	PropTenant = "tenant"
 	PropModel  = "model"
-	PropPath   = "path"   // upstream path, e.g. /v1/chat/completions
-	PropStream = "stream" // "1" when the client asked for SSE
-	PropCost   = "cost"   // pacer cost (decimal), "1" for one request
-	// PropEnqueued is when the message was enqueued, in unix nanoseconds
-	// ([Ticket.EnqueuedProp]); the consumer hands it to [Buckets.Depart].
-	PropEnqueued = "enq"
 )
 
 // Delivery is a Message handed to a [Handler].
@@ -97,8 +88,9 @@ type Handler func(ctx context.Context, d *Delivery) Result
 // are safe for concurrent use.
 type Backend interface {
 	// Publish enqueues m. It fails at once with a *FullError when the
-	// LiteTopic or the backend is full, with ErrClosed after Close, and
-	// with ErrUnavailable when the backend cannot be reached.
+	// backend is full (a bucket's own limit is the Queue's), with
+	// ErrClosed after Close, and with ErrUnavailable when the backend
+	// cannot be reached.
 	Publish(ctx context.Context, m *Message) error
 	// Start begins delivering messages to h. It may be called once.
 	Start(h Handler) error
@@ -128,8 +120,8 @@ var ErrUnavailable = errors.New("consume: queue backend unavailable")
 type Scope string
 
 const (
-	ScopeLiteTopic Scope = "litetopic" // the LiteTopic's backlog limit
-	ScopeEngine    Scope = "engine"    // the backend's global message or byte limit
+	ScopeBucket Scope = "bucket" // the bucket's backlog limit
+	ScopeEngine Scope = "engine" // the backend's global message or byte limit
 )
 
 // FullError is returned by Publish when a queue is full. Nothing already

@@ -1,43 +1,45 @@
-// Package consume is the queue between pacegate's HTTP side and the GPUs:
-// the LiteTopic contract ([Backend], [Message], [Handler]), the response
-// registry through which the consumer answers the waiting HTTP handler
-// ([Registry], [Pending]), the backend-agnostic [Consumer] that applies
-// pacing and upstream capacity, and the per-bucket queue tracker
-// ([Buckets]) behind queue positions and the admin bucket matrix.
+// Package consume is the queue between pacegate's HTTP side and the GPUs.
 //
-// Each tenant+model bucket is one LiteTopic ([LiteTopicName]); backends are
-// the in-process engine (consume/embedded) and RocketMQ Lite
-// (consume/rocketmq). Both deliver FIFO per LiteTopic with at most one
-// message of a LiteTopic in flight, and both honour Suspend(d): the
-// message stays, the LiteTopic is skipped for d, no retry is counted.
+// [Queue] is the one owner of a queued request's state: the gateway
+// submits a [Request] to it and gets a [Pending] back (the in-process
+// response channel, found again by request id through the Queue's
+// registry), and finishes it when the handler returns. The Queue keeps
+// each bucket's ledger (the one count of its backlog, matched by the
+// sequence number each request got at submission), names the LiteTopics
+// ([LiteTopicName]) and publishes to the [Backend]: the in-process engine
+// (consume/embedded) or RocketMQ Lite (consume/rocketmq). Both deliver FIFO
+// per LiteTopic with at most one message of a LiteTopic in flight, and
+// both honour Suspend(d): the message stays, the LiteTopic is skipped for
+// d, no retry is counted.
 //
 // # The consumer's rules
 //
-// On each delivery, in this order:
+// [Consumer.Handle] decides each delivery, in this order:
 //
-//  1. The request's [Pending] is gone from the Registry or its context is
-//     done (the client disconnected or timed out): acknowledge, count it as
-//     dropped ("client_gone"), never call the model. If it was already
-//     dispatched (a redelivery after a lost ack), acknowledge again and
-//     drop it as "duplicate": a second model call would burn seconds of GPU
-//     and stitch two answers into one response. Pending.MarkDispatched is
-//     the idempotency key; it lives in the same process as the Registry.
-//  2. No upstream has capacity for the model: Suspend(CapacityBackoff).
-//     Capacity is reserved before the pacer is asked, so a pacer slot is
-//     never consumed by a request that cannot be dispatched (the pacer's
-//     schedule would otherwise advance with nothing released).
-//  3. The pacer says wait: give the capacity back and Suspend(wait). A wait
+//  1. A request the registry no longer holds, or whose client has gone
+//     (its context is done, or its handler abandoned it): acknowledge,
+//     count it as dropped ("client_gone"), never call the model. A request
+//     already dispatched (a redelivery after a lost ack) is acknowledged
+//     again and dropped as "duplicate": a second model call would burn
+//     seconds of GPU and stitch two answers into one response.
+//  2. The bucket's pacer says wait: Suspend(wait), holding nothing. A wait
 //     shorter than Backend.MinSuspend is made up with a local timer (at
-//     most MinSuspend, cancelled with the contexts) and the pacer is asked
-//     once more, as the seeds do below RocketMQ's Suspend precision.
-//  4. Otherwise mark the request dispatched, hand it to an invocation
-//     goroutine that streams the upstream's events into the Pending and
-//     ends with EventDone or EventError, and acknowledge at once.
+//     most MinSuspend, cancelled with the contexts).
+//  3. The pool: a slot granted to the bucket, or a free one when no bucket
+//     of the model waits. Otherwise the bucket joins its model's wait set
+//     and is suspended; it holds no worker and nothing polls. When a slot
+//     frees it is granted at once to the waiting bucket owed the most
+//     (package fairshare: weighted fair queuing on tokens in strict
+//     priority bands), which is woken to take it. A backend that cannot
+//     end a suspension early (RocketMQ) holds the granted slot until the
+//     bucket's next delivery, a bounded time.
+//  4. The pacer's slot is taken, the request is marked dispatched, and an
+//     invocation goroutine streams the upstream's events into the Pending,
+//     charging the bucket's fair share as tokens stream, and ends with
+//     EventDone or EventError. The message is acknowledged at once.
 //
-// Messages without a tenant or model, or with a bad cost, are dropped as
-// "bad_message" (the client, if still waiting, gets an EventError). A panic
-// in the handler or the invocation is recovered, reported to the Observer
-// and answered with an EventError; the message is not retried.
+// A panic in the handler or the invocation is recovered, reported to the
+// Observer and answered with an EventError; the message is not retried.
 //
 // # Why acknowledge at dispatch
 //
@@ -45,7 +47,7 @@
 // the ack for the length of the model call (20 s for a long stream) would
 // cap a tenant at one request per stream time however fast its bucket is
 // paced. And in this single-process shape the response channel (the
-// Registry) dies with the process: a message redelivered after a crash
+// registry) dies with the process: a message redelivered after a crash
 // would have nobody to answer. So the consumer acks as soon as the call is
 // handed off; model errors go to the client as EventError and are never
 // redelivered (a retry would burn the GPU again for the same result). The

@@ -39,6 +39,16 @@ func (p *exactPacer) set(k policy.Key, perSecond float64) {
 	p.interval[k] = time.Duration(float64(time.Second) / perSecond)
 }
 
+func (p *exactPacer) Wait(k policy.Key, cost float64) time.Duration {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n, ok := p.next[k]; ok && now.Before(n) {
+		return n.Sub(now)
+	}
+	return 0
+}
+
 func (p *exactPacer) AcquireOrSuspend(k policy.Key, cost float64) time.Duration {
 	now := time.Now()
 	p.mu.Lock()
@@ -59,10 +69,11 @@ func (p *exactPacer) AcquireOrSuspend(k policy.Key, cost float64) time.Duration 
 type instantUpstreams struct{}
 
 func (instantUpstreams) TryAcquire(string) (consume.Slot, bool) { return instantSlot{}, true }
+func (instantUpstreams) OnFree(func([]string))                  {}
 
 type instantSlot struct{}
 
-func (instantSlot) Do(_ context.Context, _ *consume.UpstreamRequest, emit func(consume.Event) error) error {
+func (instantSlot) Do(_ context.Context, _ *consume.Request, emit func(consume.Event) error) error {
 	return emit(consume.Event{Kind: consume.EventBody, Data: []byte("{}")})
 }
 func (instantSlot) Release() {}
@@ -85,31 +96,23 @@ func (*releases) Panicked(policy.Key)                         {}
 
 // gateway is the publishing side in miniature: what the HTTP handler does.
 type gateway struct {
-	e   *embedded.Engine
-	reg *consume.Registry
-	bk  *consume.Buckets
+	e *embedded.Engine
+	q *consume.Queue
 }
 
-func (g *gateway) submit(ctx context.Context, k policy.Key, id string, buffer, backlog int) (*consume.Pending, consume.Ticket, error) {
-	p := consume.NewPending(ctx, id, k.Tenant, k.Model, buffer)
-	g.reg.Register(p)
-	tk := g.bk.Enqueue(k, time.Now())
-	err := g.e.Publish(ctx, &consume.Message{
-		ID: id, LiteTopic: consume.LiteTopicName(k.Tenant, k.Model, ""), Body: []byte("{}"), MaxBacklog: backlog,
-		Properties: map[string]string{consume.PropTenant: k.Tenant, consume.PropModel: k.Model, consume.PropEnqueued: tk.EnqueuedProp()},
-	})
-	if err != nil {
-		g.bk.Cancel(tk)
-		g.reg.Delete(id)
-	}
-	return p, tk, err
+func (g *gateway) submit(ctx context.Context, k policy.Key, id string, backlog int) (*consume.Pending, error) {
+	return g.q.Submit(ctx, &consume.Request{ID: id, Key: k, Body: []byte("{}"), Band: 1, Weight: 1,
+		MaxBacklog: backlog, Submitted: time.Now()})
 }
 
 func start(pacer consume.Pacer, obs consume.Observer) (*gateway, *consume.Consumer) {
-	g := &gateway{e: embedded.New(embedded.Config{MaxMessages: 1 << 20, Logger: quiet}), reg: &consume.Registry{}, bk: consume.NewBuckets()}
-	c := consume.NewConsumer(consume.ConsumerConfig{
-		Backend: g.e, Registry: g.reg, Pacer: pacer, Upstreams: instantUpstreams{}, Buckets: g.bk, Observer: obs, Logger: quiet,
-	})
+	return startOn(pacer, instantUpstreams{}, obs)
+}
+
+func startOn(pacer consume.Pacer, up consume.Upstreams, obs consume.Observer) (*gateway, *consume.Consumer) {
+	e := embedded.New(embedded.Config{MaxMessages: 1 << 20, Logger: quiet})
+	g := &gateway{e: e, q: consume.NewQueue(e, "")}
+	c := consume.NewConsumer(consume.ConsumerConfig{Queue: g.q, Pacer: pacer, Upstreams: up, Observer: obs, Logger: quiet})
 	g.e.Start(c.Handle)
 	return g, c
 }
@@ -133,17 +136,16 @@ func TestEndToEndPacing(t *testing.T) {
 		obs := &releases{at: map[policy.Key][]time.Time{}}
 		g, c := start(pacer, obs)
 		start := time.Now()
-		var tickets []consume.Ticket
 		var pend []*consume.Pending
 		for i := range 5 {
-			p, tk, err := g.submit(context.Background(), k, strconv.Itoa(i), 4, 0)
+			p, err := g.submit(context.Background(), k, strconv.Itoa(i), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pend, tickets = append(pend, p), append(tickets, tk)
+			pend = append(pend, p)
 		}
 		synctest.Wait()
-		if pos := g.bk.Position(tickets[4]); pos != 4 {
+		if pos := g.q.Position(pend[4]); pos != 4 {
 			t.Errorf("last ticket at position %d after one release, want 4", pos)
 		}
 		for i, p := range pend {
@@ -157,7 +159,7 @@ func TestEndToEndPacing(t *testing.T) {
 				t.Errorf("%d released at %v, want %v", i, got, want)
 			}
 		}
-		if st, held := g.bk.Stat(k); held {
+		if st, held := g.q.Stat(k); held {
 			t.Errorf("the drained bucket is still held: %+v", st)
 		}
 		g.stop(t, c)
@@ -191,7 +193,7 @@ func measurePacing(b *testing.B, rate float64, window time.Duration) {
 	fill := func(k policy.Key, perSecond float64, n int) {
 		pacer.set(k, perSecond)
 		for i := range n {
-			if _, _, err := g.submit(ctx, k, fmt.Sprint(k, "/", i), 1, n); err != nil {
+			if _, err := g.submit(ctx, k, fmt.Sprint(k, "/", i), n); err != nil {
 				b.Fatal(err)
 			}
 		}

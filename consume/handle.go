@@ -15,54 +15,66 @@ import (
 // MinSuspend is made up here, with a timer). See the package doc for the
 // order of the checks.
 func (c *Consumer) Handle(ctx context.Context, d *Delivery) (res Result) {
-	p, found := c.cfg.Registry.Load(d.ID)
-	x, err := parseDelivery(d)
-	if err != nil {
-		c.cfg.Logger.Warn("consume: bad message dropped", "id", d.ID, "err", err)
-		c.depart(x)
-		if found {
-			p.Send(Event{Kind: EventError, Err: err}) // not dispatched: its buffer is empty
-		}
-		return c.drop(x, ReasonBadMessage)
+	p, found := c.q.lookup(d.ID)
+	if !found { // its handler is gone, or it is from an earlier process
+		return c.drop(policy.Key{Tenant: d.Properties[PropTenant], Model: d.Properties[PropModel]}, ReasonClientGone)
 	}
+	k := p.Req.Key
 	// A panic here is a bug in this package or a Pacer/Upstreams: answer
 	// the client and drop the message rather than let a backend retry it.
 	defer func() {
 		if v := recover(); v != nil {
-			c.panicked(x.key, d.ID, v)
-			if found && !p.Dispatched() {
+			c.panicked(k, d.ID, v)
+			if p.Abandon() {
 				p.Send(Event{Kind: EventError, Err: fmt.Errorf("consume: handler panicked: %v", v)})
 			}
+			c.q.depart(p, false)
 			res = Success()
 		}
 	}()
 	for try := 0; ; try++ {
-		if !found || p.Ctx.Err() != nil {
-			c.depart(x)
-			return c.drop(x, ReasonClientGone)
+		switch {
+		case p.Dispatched(): // a redelivery after a lost ack
+			return c.drop(k, ReasonDuplicate)
+		case p.gone():
+			c.cap.forfeit(k)
+			c.q.depart(p, false)
+			return c.drop(k, ReasonClientGone)
 		}
-		if p.Dispatched() { // a redelivery after a lost ack
-			return c.drop(x, ReasonDuplicate)
+		// Pace first, taking nothing: a slot of the pool is never held by
+		// a bucket that may not release yet.
+		if wait := c.cfg.Pacer.Wait(k, 1); wait > 0 {
+			c.cap.forfeit(k)
+			if wait >= c.minSuspend || try > 0 {
+				return c.suspend(k, max(wait, c.minSuspend), ReasonPace)
+			}
+			// Below the backend's Suspend precision: wait here, then ask again.
+			if !sleep(ctx, p.Ctx, wait) {
+				return Suspend(wait) // the backend is closing; the message stays
+			}
+			continue
 		}
-		// Capacity first: a pacer slot is never spent on a request that
-		// could not be dispatched anyway.
-		slot, ok := c.cfg.Upstreams.TryAcquire(x.key.Model)
+		slot, ok, recheck := c.cap.acquire(k, p.Req.Band, p.Req.Weight)
 		if !ok {
-			return c.suspend(x, c.cfg.CapacityBackoff, ReasonCapacity)
+			return c.suspendForCapacity(k, recheck)
 		}
-		wait := c.cfg.Pacer.AcquireOrSuspend(x.key, x.cost)
-		if wait <= 0 {
-			return c.dispatch(x, d, p, slot)
+		if wait := c.cfg.Pacer.AcquireOrSuspend(k, 1); wait > 0 { // the rate fell meanwhile
+			slot.Release()
+			return c.suspend(k, max(wait, c.minSuspend), ReasonPace)
 		}
-		slot.Release()
-		if wait >= c.minSuspend || try > 0 {
-			return c.suspend(x, max(wait, c.minSuspend), ReasonPace)
-		}
-		// Below the backend's Suspend precision: wait here, then ask again.
-		if !sleep(ctx, p.Ctx, wait) {
-			return Suspend(wait) // the backend is closing; the message stays
-		}
+		return c.dispatch(p, slot)
 	}
+}
+
+func (c *Consumer) suspendForCapacity(k policy.Key, recheck bool) Result {
+	reason := ReasonCapacity
+	if recheck {
+		reason = ReasonCapacityRecheck
+	}
+	if c.cfg.Capacity == CapacityPoll {
+		return c.suspend(k, c.cfg.CapacityBackoff, reason)
+	}
+	return c.suspend(k, c.cap.wait, reason)
 }
 
 // sleep waits d unless ctx or the client's context ends first; it reports
@@ -81,27 +93,20 @@ func sleep(ctx, client context.Context, d time.Duration) bool {
 
 // dispatch hands the request to an invocation goroutine and acknowledges
 // the message at once (see the package doc: ack at dispatch).
-func (c *Consumer) dispatch(x delivery, d *Delivery, p *Pending, slot Slot) Result {
+func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
+	k := p.Req.Key
 	now := time.Now()
-	if !p.MarkDispatched(now) {
+	if !p.claim(now) { // abandoned by its handler a moment ago
 		slot.Release()
-		return c.drop(x, ReasonDuplicate)
+		c.q.depart(p, false)
+		return c.drop(k, ReasonClientGone)
 	}
-	if c.cfg.Buckets != nil {
-		c.cfg.Buckets.MarkReleased(x.key, now) // before the departure, which may delete the bucket
-	}
-	c.depart(x)
-	var queued time.Duration
-	if !x.enqueued.IsZero() {
-		queued = now.Sub(x.enqueued)
-	}
-	c.obs.Released(x.key, queued)
-	req := &UpstreamRequest{
-		ID: d.ID, Tenant: x.key.Tenant, Model: x.key.Model, Path: d.Properties[PropPath],
-		Body: d.Body, Stream: d.Properties[PropStream] == "1",
-	}
-	if !c.goInvoke(func() { c.invoke(x.key, p, slot, req) }) {
+	c.q.depart(p, true)
+	c.obs.Released(k, now.Sub(p.Req.Submitted))
+	c.cfg.Fairness.Start(k, float64(p.Req.PromptTokens), now)
+	if !c.goInvoke(func() { c.invoke(p, slot) }) {
 		slot.Release()
+		c.cfg.Fairness.Done(k)
 		p.Send(Event{Kind: EventError, Err: ErrConsumerClosed})
 	}
 	return Success()
@@ -109,16 +114,24 @@ func (c *Consumer) dispatch(x delivery, d *Delivery, p *Pending, slot Slot) Resu
 
 // invoke performs the upstream call and ends the response with EventDone
 // or EventError. Every Send returns once the client is gone, so this never
-// blocks forever; cancelling p.Ctx aborts the call.
-func (c *Consumer) invoke(k policy.Key, p *Pending, slot Slot, req *UpstreamRequest) {
+// blocks forever; cancelling p.Ctx aborts the call. The response is
+// metered into the bucket's fair share as it streams.
+func (c *Consumer) invoke(p *Pending, slot Slot) {
+	k := p.Req.Key
+	m := newMeter(c.cfg.Fairness, k, c.cfg.CompletionWeight, float64(p.Req.PromptTokens))
+	defer c.cfg.Fairness.Done(k)
 	defer func() {
 		if v := recover(); v != nil {
 			slot.Release() // a no-op if Do already released it
-			c.panicked(k, req.ID, v)
+			c.panicked(k, p.Req.ID, v)
 			p.Send(Event{Kind: EventError, Err: fmt.Errorf("consume: upstream call panicked: %v", v)})
 		}
 	}()
-	if err := slot.Do(p.Ctx, req, p.Send); err != nil {
+	emit := func(ev Event) error {
+		m.observe(ev)
+		return p.Send(ev)
+	}
+	if err := slot.Do(p.Ctx, p.Req, emit); err != nil {
 		p.Send(Event{Kind: EventError, Err: err})
 		return
 	}

@@ -11,11 +11,11 @@ import (
 // deliveries are sequential), so it bounds one hot tenant's dispatch rate.
 func BenchmarkHandleDispatch(b *testing.B) {
 	r := newRig(0, nil)
-	r.up.do = func(context.Context, *UpstreamRequest, func(Event) error) error { return nil }
+	r.up.do = func(context.Context, *Request, func(Event) error) error { return nil }
 	ds := make([]*Delivery, b.N)
 	ps := make([]*Pending, b.N)
 	for i := range b.N {
-		ds[i], ps[i] = r.enqueue(context.Background(), strconv.Itoa(i), true)
+		ds[i], ps[i] = r.submit(context.Background(), "t"+strconv.Itoa(i%100))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -10,19 +10,11 @@ import (
 // Pacer is the leaky-bucket decision the consumer asks before releasing a
 // request (implemented by *policy.Pacer).
 type Pacer interface {
+	// Wait returns how long until k's next release slot, taking nothing.
+	Wait(k policy.Key, cost float64) time.Duration
 	// AcquireOrSuspend returns 0 and takes the bucket's next release slot,
 	// or returns how long until that slot and takes nothing.
 	AcquireOrSuspend(k policy.Key, cost float64) time.Duration
-}
-
-// UpstreamRequest is what the consumer sends to the model pool.
-type UpstreamRequest struct {
-	ID     string // request id, sent as X-Request-Id
-	Tenant string
-	Model  string
-	Path   string // e.g. /v1/chat/completions
-	Body   []byte
-	Stream bool
 }
 
 // Upstreams is the model pool as the consumer sees it (implemented by
@@ -30,8 +22,13 @@ type UpstreamRequest struct {
 type Upstreams interface {
 	// TryAcquire reserves capacity on an upstream serving model without
 	// blocking. It returns false when every such upstream is at its
-	// concurrency limit or down; the consumer then suspends the bucket.
+	// concurrency limit or down.
 	TryAcquire(model string) (Slot, bool)
+	// OnFree installs f, called with the models of an upstream whenever
+	// capacity may have freed on it (a slot was released, the upstream
+	// came back or its models changed). f is called without the pool's
+	// locks held and must not block for long.
+	OnFree(f func(models []string))
 }
 
 // Slot is reserved upstream capacity for exactly one request.
@@ -42,18 +39,17 @@ type Slot interface {
 	// failure before the first response byte may be retried on another
 	// upstream inside Do; after it never. Cancelling ctx aborts the
 	// upstream call. Do releases the slot when it returns.
-	Do(ctx context.Context, req *UpstreamRequest, emit func(Event) error) error
+	Do(ctx context.Context, req *Request, emit func(Event) error) error
 	// Release gives the slot back without using it. Calling it after Do
 	// (or twice) is a no-op.
 	Release()
 }
 
 // Waker is implemented by a Backend that can end a LiteTopic's suspension
-// early (the embedded engine). After a rate increase the app wakes the
-// suspended buckets it touches, so requests already queued speed up at
-// once instead of sleeping out a wait computed at the old rate. RocketMQ
-// holds suspensions in the broker and cannot; there the consumer caps each
-// suspension instead (ConsumerConfig.MaxSuspend).
+// early (the embedded engine). After a rate increase the Queue wakes the
+// suspended buckets it touches, and the fair-share gate wakes the bucket
+// it grants a slot to. RocketMQ holds suspensions in the broker and
+// cannot; there the consumer caps each suspension instead.
 type Waker interface {
 	Wake(liteTopic string) bool
 }

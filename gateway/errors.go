@@ -16,6 +16,9 @@ type APIError struct {
 	Code    string // empty: JSON null
 	// RetryAfter, when positive, is sent as Retry-After and retry-after-ms.
 	RetryAfter time.Duration
+	// Reason is, for a 429, the policy reason reported to metrics
+	// (RPM_LIMIT, QUEUE_FULL, MAX_WAIT, BAND_MAX_WAIT, ...). It is not sent.
+	Reason string
 }
 
 func (e *APIError) Error() string { return e.Message }

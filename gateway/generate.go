@@ -2,10 +2,8 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/pacegate/pacegate/consume"
@@ -19,11 +17,10 @@ type exchange struct {
 	id       string
 	tenant   *policy.Tenant
 	key      policy.Key
-	req      *genRequest
+	req      *apiRequest
 	admitted time.Time
 	adm      policy.Admission
 	pending  *consume.Pending
-	ticket   consume.Ticket
 	ctx      context.Context
 	log      *logInfo
 
@@ -31,36 +28,36 @@ type exchange struct {
 	usage     int64 // real total tokens, -1 until known
 }
 
+// generate serves a generation route. It reads straight: authenticate,
+// parse and admit (decisions only), submit to the queue, respond. Every
+// refusal goes out through refuse.
 func (s *Server) generate(ep endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		x, e := s.admit(w, r, ep)
-		if e != nil {
-			writeError(w, e)
-			return
+		x, e := s.admit(r, ep)
+		if x != nil {
+			setRateLimitHeaders(w.Header(), x.adm)
 		}
-		if x == nil { // rejected with a 429 already written
+		if e != nil {
+			s.refuse(w, x, e)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		x.ctx = ctx
-		if e := s.enqueue(x); e != nil {
-			if e.Status == http.StatusTooManyRequests {
-				s.cfg.Observer.Rejected(x.key.Tenant, x.key.Model, "QUEUE_FULL")
-			}
-			s.finish(x, outcomeOf(e))
-			writeError(w, e)
+		if e := s.submit(x); e != nil {
+			s.refuse(w, x, e)
 			return
 		}
-		defer s.cfg.Registry.Delete(x.id)
-		outcome := s.respond(w, r, x)
-		s.finish(x, outcome)
+		defer s.cfg.Queue.Finish(x.pending)
+		s.finish(x, s.respond(w, r, x))
 	}
 }
 
-// admit authenticates, parses and checks the caps. It returns (nil, nil)
-// when it has already answered 429.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, ep endpoint) (*exchange, *APIError) {
+// admit authenticates, parses and checks the caps and the predicted wait.
+// It decides and writes nothing: a refusal comes back as an *APIError,
+// with the exchange when the request got as far as admission (so that
+// its reservation is settled and its headers sent).
+func (s *Server) admit(r *http.Request, ep endpoint) (*exchange, *APIError) {
 	if s.draining.Load() {
 		return nil, errUnavailable("pacegate is shutting down; retry on another replica.")
 	}
@@ -68,11 +65,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, ep endpoint) (*ex
 	if e != nil {
 		return nil, e
 	}
-	body, e := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, e := readBody(r, s.cfg.MaxBodyBytes)
 	if e != nil {
 		return nil, e
 	}
-	req, e := parseGenRequest(body, ep)
+	req, e := parseAPIRequest(body, ep)
 	if e != nil {
 		return nil, e
 	}
@@ -83,24 +80,18 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, ep endpoint) (*ex
 	}
 	x := &exchange{id: li.id, tenant: tenant, key: policy.Key{Tenant: tenant.ID, Model: req.Model},
 		req: req, admitted: time.Now(), log: li, usage: -1}
-	req.Path = ep.path
 	x.adm = s.cfg.Admitter.Admit(tenant, req.Model, s.reservation(req))
-	setRateLimitHeaders(w.Header(), x.adm)
 	if !x.adm.Allowed {
-		s.reject(w, x, string(x.adm.Reason), x.adm.RetryAfter, rateLimitError(x))
-		return nil, nil
+		return x, rateLimitError(x)
 	}
 	if wait, over := s.predictedWait(x.key); over > 0 {
-		s.reject(w, x, "MAX_WAIT", over, queueError(x, fmt.Sprintf(
-			"the queue for %s would take %s to reach this request, longer than its max_wait of %s",
-			req.Model, wait.Round(time.Millisecond), s.cfg.Table.Limits(x.key).MaxWait)))
-		return nil, nil
+		return x, maxWaitError(x, wait, s.cfg.Table.Limits(x.key).MaxWait, over)
 	}
 	return x, nil
 }
 
 // reservation is the token cost reserved at admission.
-func (s *Server) reservation(req *genRequest) int64 {
+func (s *Server) reservation(req *apiRequest) int64 {
 	completion := req.MaxTokens
 	if completion == 0 {
 		completion = s.cfg.DefaultCompletionTokens
@@ -112,7 +103,7 @@ func (s *Server) reservation(req *genRequest) int64 {
 // its effective rate. over > 0 is by how much it exceeds max_wait, which
 // is also when a retry could fit.
 func (s *Server) predictedWait(k policy.Key) (wait, over time.Duration) {
-	backlog := s.cfg.Buckets.Backlog(k)
+	backlog := s.cfg.Queue.Backlog(k)
 	if backlog == 0 {
 		return 0, 0
 	}
@@ -127,25 +118,24 @@ func (s *Server) predictedWait(k policy.Key) (wait, over time.Duration) {
 	return wait, 0
 }
 
-// enqueue registers the response channel and publishes the request.
-func (s *Server) enqueue(x *exchange) *APIError {
+// submit hands the request to the queue.
+func (s *Server) submit(x *exchange) *APIError {
 	limits := s.cfg.Table.Limits(x.key)
-	if limits.Backlog > 0 && s.cfg.Buckets.Backlog(x.key) >= limits.Backlog {
-		return queueFull(x, limits.Backlog, time.Duration(float64(time.Second)/max(s.cfg.Pacer.EffectiveRate(x.key), 1e-9)))
-	}
-	x.pending = consume.NewPending(x.ctx, x.id, x.key.Tenant, x.key.Model, 0)
-	s.cfg.Registry.Register(x.pending)
-	x.ticket = s.cfg.Buckets.Enqueue(x.key, x.admitted)
-	err := s.cfg.Backend.Publish(x.ctx, s.message(x, limits))
+	p, err := s.cfg.Queue.Submit(x.ctx, &consume.Request{
+		ID: x.id, Key: x.key, Path: x.req.Path, Body: x.req.Body, Stream: x.req.Stream,
+		Band: x.tenant.Priority.Band(), Weight: x.tenant.Weight, PromptTokens: x.req.PromptTokens,
+		MaxBacklog: limits.Backlog, Submitted: x.admitted,
+	})
 	if err == nil {
+		x.pending = p
 		return nil
 	}
-	s.cfg.Buckets.Cancel(x.ticket)
-	s.cfg.Registry.Delete(x.id)
-	x.pending = nil
-	var full *consume.FullError
-	if errors.As(err, &full) {
-		return queueFull(x, int(full.Limit), full.RetryAfter)
+	if full, ok := consume.IsFull(err); ok {
+		retry := full.RetryAfter
+		if full.Scope == consume.ScopeBucket {
+			retry = time.Duration(float64(time.Second) / max(s.cfg.Pacer.EffectiveRate(x.key), 1e-9))
+		}
+		return queueFull(x, int(full.Limit), retry)
 	}
 	s.cfg.Logger.Warn("publish failed", "request_id", x.id, "err", err)
 	e := errUnavailable("The request queue is unavailable; please retry shortly.")
@@ -153,38 +143,21 @@ func (s *Server) enqueue(x *exchange) *APIError {
 	return e
 }
 
-func (s *Server) message(x *exchange, limits policy.Limits) *consume.Message {
-	stream := "0"
-	if x.req.Stream {
-		stream = "1"
+// refuse answers a request that will not be served: every 429 and every
+// error before the queue goes out here, and is reported once.
+func (s *Server) refuse(w http.ResponseWriter, x *exchange, e *APIError) {
+	if x != nil {
+		if e.Status == http.StatusTooManyRequests {
+			s.cfg.Observer.Rejected(x.key.Tenant, x.key.Model, e.Reason)
+		}
+		s.finish(x, outcomeOf(e))
 	}
-	return &consume.Message{
-		ID:         x.id,
-		LiteTopic:  consume.LiteTopicName(x.key.Tenant, x.key.Model, s.cfg.ReplicaID),
-		Body:       x.req.Body,
-		MaxBacklog: limits.Backlog,
-		Properties: map[string]string{
-			consume.PropTenant:   x.key.Tenant,
-			consume.PropModel:    x.key.Model,
-			consume.PropPath:     x.req.Path,
-			consume.PropStream:   stream,
-			consume.PropCost:     "1",
-			consume.PropEnqueued: strconv.FormatInt(x.admitted.UnixNano(), 10),
-		},
-	}
+	writeError(w, e)
 }
 
 // finish settles the token account and reports the outcome.
 func (s *Server) finish(x *exchange, outcome string) {
 	x.log.outcome = outcome
-	if x.pending != nil && !x.pending.Dispatched() {
-		// The client left (or timed out) while queued. Its message stays
-		// in the LiteTopic until the consumer drops it, but it no longer
-		// counts in the bucket's backlog: it will take no slot, and the
-		// predicted wait and queue positions of the others should not
-		// include it.
-		s.cfg.Buckets.Cancel(x.ticket)
-	}
 	if x.adm.Allowed {
 		switch {
 		case x.pending == nil || !x.pending.Dispatched():
@@ -200,10 +173,14 @@ func (s *Server) finish(x *exchange, outcome string) {
 }
 
 func outcomeOf(e *APIError) string {
-	if e.Status == http.StatusTooManyRequests {
+	switch e.Status {
+	case http.StatusTooManyRequests:
 		return OutcomeRejected
+	case http.StatusServiceUnavailable:
+		return OutcomeUnavailable
+	default:
+		return OutcomeUpstreamError
 	}
-	return OutcomeUnavailable
 }
 
 func (s *Server) serves(model string) bool {
@@ -213,4 +190,20 @@ func (s *Server) serves(model string) bool {
 		}
 	}
 	return s.cfg.Pool.Serves(model)
+}
+
+// bandMaxWait is how long x may wait in its bucket before its band's
+// max_wait turns the wait into a 429 (0: no bound).
+func (s *Server) bandMaxWait(x *exchange) time.Duration {
+	if s.cfg.BandMaxWait == nil {
+		return 0
+	}
+	return s.cfg.BandMaxWait(x.tenant.Priority)
+}
+
+func bandWaitError(x *exchange, d time.Duration) *APIError {
+	e := queueError(x, fmt.Sprintf("the %s-priority band's max_wait of %s passed before the pool could take it", x.tenant.Priority, d))
+	e.Reason = "BAND_MAX_WAIT"
+	e.RetryAfter = d
+	return e
 }

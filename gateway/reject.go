@@ -6,14 +6,6 @@ import (
 	"time"
 )
 
-// reject answers 429 for x and reports it.
-func (s *Server) reject(w http.ResponseWriter, x *exchange, reason string, retryAfter time.Duration, e *APIError) {
-	e.RetryAfter = retryAfter
-	s.cfg.Observer.Rejected(x.key.Tenant, x.key.Model, reason)
-	s.finish(x, OutcomeRejected)
-	writeError(w, e)
-}
-
 // rateLimitError is the OpenAI-shaped body of a cap denial.
 func rateLimitError(x *exchange) *APIError {
 	a := x.adm
@@ -33,17 +25,27 @@ func rateLimitError(x *exchange) *APIError {
 		msg += fmt.Sprintf(": Limit %d, Remaining %d", w.Limit, max(w.Remaining, 0))
 	}
 	msg += fmt.Sprintf(". Please try again in %s.", a.RetryAfter.Round(time.Millisecond))
-	return &APIError{Status: http.StatusTooManyRequests, Message: msg, Type: a.Reason.Kind(), Code: "rate_limit_exceeded"}
+	return &APIError{Status: http.StatusTooManyRequests, Message: msg, Type: a.Reason.Kind(), Code: "rate_limit_exceeded",
+		RetryAfter: a.RetryAfter, Reason: string(a.Reason)}
 }
 
 // queueError is the body of a 429 from the queue rather than a cap.
 func queueError(x *exchange, why string) *APIError {
-	return &APIError{Status: http.StatusTooManyRequests, Type: "requests", Code: "queue_full",
+	return &APIError{Status: http.StatusTooManyRequests, Type: "requests", Code: "queue_full", Reason: "QUEUE_FULL",
 		Message: fmt.Sprintf("Request queue full for %s in tenant %s: %s.", x.key.Model, x.key.Tenant, why)}
 }
 
 func queueFull(x *exchange, limit int, retryAfter time.Duration) *APIError {
 	e := queueError(x, fmt.Sprintf("the bucket already holds its limit of %d queued requests", limit))
 	e.RetryAfter = retryAfter
+	return e
+}
+
+// maxWaitError refuses a request that its bucket's backlog would keep
+// waiting longer than max_wait.
+func maxWaitError(x *exchange, wait, maxWait, over time.Duration) *APIError {
+	e := queueError(x, fmt.Sprintf("the queue for %s would take %s to reach this request, longer than its max_wait of %s",
+		x.key.Model, wait.Round(time.Millisecond), maxWait))
+	e.Reason, e.RetryAfter = "MAX_WAIT", over
 	return e
 }

@@ -21,9 +21,9 @@ var (
 	completionEndpoint = endpoint{path: "/v1/completions", inputName: "prompt"}
 )
 
-// genRequest is what the gateway needs to know about a generation request.
+// apiRequest is what the gateway needs to know about a generation request.
 // The body itself is forwarded with every field the client sent.
-type genRequest struct {
+type apiRequest struct {
 	Model        string
 	Stream       bool
 	WantsUsage   bool  // the client asked for the usage chunk itself
@@ -38,7 +38,7 @@ type genRequest struct {
 const maxModelNameBytes = 256
 
 // readBody enforces the content type and the size limit.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *APIError) {
+func readBody(r *http.Request, limit int64) ([]byte, *APIError) {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
@@ -46,7 +46,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *API
 			Message: "Content-Type must be application/json, got " + quoteOrEmpty(ct),
 			Type:    "invalid_request_error"}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -59,15 +59,15 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *API
 	return body, nil
 }
 
-// parseGenRequest validates the fields the gateway relies on and returns
+// parseAPIRequest validates the fields the gateway relies on and returns
 // the body to forward: for a streamed request it always asks the upstream
 // for the usage chunk, so that the real tokens can be charged.
-func parseGenRequest(body []byte, ep endpoint) (*genRequest, *APIError) {
+func parseAPIRequest(body []byte, ep endpoint) (*apiRequest, *APIError) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return nil, errInvalidRequest("We could not parse the JSON body of your request: it must be a JSON object.", "")
 	}
-	req := &genRequest{}
+	req := &apiRequest{Path: ep.path}
 	if e := decodeModel(fields, req); e != nil {
 		return nil, e
 	}
@@ -96,7 +96,7 @@ func parseGenRequest(body []byte, ep endpoint) (*genRequest, *APIError) {
 	return req, nil
 }
 
-func decodeModel(fields map[string]json.RawMessage, req *genRequest) *APIError {
+func decodeModel(fields map[string]json.RawMessage, req *apiRequest) *APIError {
 	raw, ok := fields["model"]
 	if !ok || isNull(raw) {
 		return errInvalidRequest("Missing required parameter: 'model'.", "model")
@@ -110,7 +110,7 @@ func decodeModel(fields map[string]json.RawMessage, req *genRequest) *APIError {
 	return nil
 }
 
-func decodeLimits(fields map[string]json.RawMessage, req *genRequest) *APIError {
+func decodeLimits(fields map[string]json.RawMessage, req *apiRequest) *APIError {
 	for _, name := range []string{"max_completion_tokens", "max_tokens"} {
 		var n *int64
 		if e := decodeOptional(fields, name, &n); e != nil {
@@ -131,7 +131,7 @@ func decodeLimits(fields map[string]json.RawMessage, req *genRequest) *APIError 
 
 // forceUsage sets stream_options.include_usage=true for the upstream and
 // remembers whether the client asked for it.
-func forceUsage(fields map[string]json.RawMessage, req *genRequest) *APIError {
+func forceUsage(fields map[string]json.RawMessage, req *apiRequest) *APIError {
 	opts := map[string]json.RawMessage{}
 	if raw, ok := fields["stream_options"]; ok && !isNull(raw) {
 		if err := json.Unmarshal(raw, &opts); err != nil || opts == nil {

@@ -24,8 +24,15 @@ func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange
 	var status int
 	var header http.Header
 	wrote := false
+	bandWait, stop := s.bandTimer(x)
+	defer stop()
 	for {
 		select {
+		case <-bandWait:
+			if e := s.leaveBand(x); e != nil {
+				writeError(w, e)
+				return OutcomeRejected
+			}
 		case ev := <-x.pending.Events():
 			switch ev.Kind {
 			case consume.EventHeader:
@@ -68,8 +75,15 @@ func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, x *exchan
 	sw := sse.NewWriter(w)
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
 	defer heartbeat.Stop()
+	bandWait, stop := s.bandTimer(x)
+	defer stop()
 	for {
 		select {
+		case <-bandWait:
+			if e := s.leaveBand(x); e != nil {
+				s.streamError(w, sw, e)
+				return OutcomeRejected
+			}
 		case ev := <-x.pending.Events():
 			if outcome, done := s.streamEvent(w, sw, x, ev); done {
 				return outcome
@@ -150,12 +164,35 @@ func (s *Server) queuedComment(sw *sse.Writer, x *exchange) error {
 	if !sw.HeaderWritten() {
 		sw.WriteHeader(http.StatusOK)
 	}
-	pos := s.cfg.Buckets.Position(x.ticket)
+	pos := s.cfg.Queue.Position(x.pending)
 	eta := time.Duration(0)
 	if rate := s.cfg.Pacer.EffectiveRate(x.key); rate > 0 && pos > 1 {
 		eta = time.Duration(float64(pos-1) / rate * float64(time.Second))
 	}
 	return sw.Comment(fmt.Sprintf("queued position=%d eta_ms=%d", pos, eta.Milliseconds()))
+}
+
+// bandTimer fires when x has waited its band's max_wait; the channel is
+// nil (never fires) when the band has no bound.
+func (s *Server) bandTimer(x *exchange) (<-chan time.Time, func()) {
+	d := s.bandMaxWait(x)
+	if d <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(max(d-time.Since(x.admitted), 0))
+	return t.C, func() { t.Stop() }
+}
+
+// leaveBand withdraws x when its band's max_wait has passed and it is
+// still queued, and returns the 429 to answer; nil when the pool took it
+// meanwhile (its response then comes as usual).
+func (s *Server) leaveBand(x *exchange) *APIError {
+	if !x.pending.Abandon() {
+		return nil
+	}
+	e := bandWaitError(x, s.bandMaxWait(x))
+	s.cfg.Observer.Rejected(x.key.Tenant, x.key.Model, e.Reason)
+	return e
 }
 
 func (s *Server) markFirstByte(x *exchange, at time.Time) {

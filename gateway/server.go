@@ -29,13 +29,12 @@ type Config struct {
 	Table    *policy.Table
 	Admitter *policy.Admitter
 	Pacer    *policy.Pacer
-	Buckets  *consume.Buckets
-	Registry *consume.Registry
-	Backend  consume.Backend
+	Queue    *consume.Queue
 	Pool     Pool
-	// ReplicaID goes into LiteTopic names so that several replicas can
-	// share one broker. Empty is fine for a single process.
-	ReplicaID string
+	// BandMaxWait is how long a request of a priority band may wait in its
+	// bucket before it gets a 429 queue_full (0: no bound). Nil means no
+	// bound for any band.
+	BandMaxWait func(policy.Priority) time.Duration
 	// Models are served in addition to what the pool discovers.
 	Models []string
 	// MaxBodyBytes bounds a request body. Zero means 8 MiB.
@@ -143,7 +142,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		problems = append(problems, "draining")
 	}
-	if err := s.cfg.Backend.Ready(ctx); err != nil {
+	if err := s.cfg.Queue.Ready(ctx); err != nil {
 		problems = append(problems, "queue: "+err.Error())
 	}
 	if !s.cfg.Pool.Ready() {

@@ -23,15 +23,38 @@ type Priority uint8
 const (
 	PriorityNormal Priority = iota
 	// PriorityHigh tenants keep their pace when a model's column factor
-	// is tightened below 1 (see [Pacer.EffectiveRate]).
+	// is tightened below 1 (see [Pacer.EffectiveRate]), and are served
+	// first when the pool is saturated.
 	PriorityHigh
+	// PriorityLow tenants are served last when the pool is saturated.
+	PriorityLow
 )
 
-func (p Priority) String() string {
-	if p == PriorityHigh {
-		return "high"
+// NumBands is the number of priority bands.
+const NumBands = 3
+
+// Band is p's band for pool capacity, served strictly in order: 0 for
+// high, 1 for normal, 2 for low.
+func (p Priority) Band() int {
+	switch p {
+	case PriorityHigh:
+		return 0
+	case PriorityLow:
+		return 2
+	default:
+		return 1
 	}
-	return "normal"
+}
+
+func (p Priority) String() string {
+	switch p {
+	case PriorityHigh:
+		return "high"
+	case PriorityLow:
+		return "low"
+	default:
+		return "normal"
+	}
 }
 
 // Tenant is one configured tenant. Tenants are created by [NewQuotas] and
@@ -41,6 +64,9 @@ type Tenant struct {
 	ID       string
 	Org      string // "" = no org caps
 	Priority Priority
+	// Weight is the tenant's share of a saturated pool against others of
+	// its band (> 0; 1 unless configured).
+	Weight float64
 
 	limits Limits            // tenant limits over defaults
 	models map[string]Limits // model overrides over limits

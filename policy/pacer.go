@@ -144,6 +144,33 @@ func (p *Pacer) AcquireOrSuspendAt(now time.Time, k Key, cost float64) time.Dura
 	return 0
 }
 
+// Wait is WaitAt at the pacer's clock.
+func (p *Pacer) Wait(k Key, cost float64) time.Duration { return p.WaitAt(p.clock.Now(), k, cost) }
+
+// WaitAt returns how long until k's next release slot, 0 when it has
+// come, taking nothing: AcquireOrSuspendAt at the same instant would
+// answer the same and take the slot.
+func (p *Pacer) WaitAt(now time.Time, k Key, cost float64) time.Duration {
+	rate := p.EffectiveRate(k)
+	switch {
+	case math.IsInf(rate, 1):
+		return 0
+	case !(rate > 0):
+		return pausedWait
+	}
+	t := int64(now.Sub(p.epoch))
+	sh, h := p.keys.lock(k)
+	defer sh.mu.Unlock()
+	s := sh.get(&p.keys, k, h, t)
+	if s == nil {
+		return 0 // a fresh key releases at once
+	}
+	if slot := s.last + interval(s.cost, rate); t < slot {
+		return time.Duration(slot - max(t, s.last))
+	}
+	return 0
+}
+
 // maxInterval caps one slot interval so slot arithmetic cannot overflow.
 const maxInterval = int64(100 * 365 * 24 * time.Hour)
 

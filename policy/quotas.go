@@ -38,7 +38,7 @@ func NewQuotas(f *config.File) (*Quotas, error) {
 	}
 	for i := range f.Tenants {
 		spec := &f.Tenants[i]
-		t := &Tenant{ID: spec.ID, Org: spec.Org, limits: resolve(q.defaults, spec.Limits)}
+		t := &Tenant{ID: spec.ID, Org: spec.Org, Weight: 1, limits: resolve(q.defaults, spec.Limits)}
 		if spec.Priority == config.PriorityHigh {
 			t.Priority = PriorityHigh
 		}

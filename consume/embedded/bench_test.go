@@ -78,7 +78,7 @@ func BenchmarkDispatchIdle(b *testing.B) {
 			addIdle(e, idle)
 			const active = 100
 			for i := range b.N {
-				m := &consume.Message{ID: "x", LiteTopic: fmt.Sprint("active-", i%active), MaxBacklog: b.N}
+				m := &consume.Message{ID: "x", LiteTopic: fmt.Sprint("active-", i%active)}
 				if err := e.Publish(context.Background(), m); err != nil {
 					b.Fatal(err)
 				}
@@ -148,7 +148,7 @@ func BenchmarkMemory(b *testing.B) {
 	})
 	b.Run("queued-message", func(b *testing.B) {
 		for b.Loop() {
-			e := New(Config{MaxMessages: n, DefaultBacklog: n, Logger: quiet})
+			e := New(Config{MaxMessages: n, Logger: quiet})
 			for i := range 1000 { // topics exist first: only messages are counted
 				e.Publish(context.Background(), &consume.Message{ID: ids[i], LiteTopic: names[i], Body: body})
 			}

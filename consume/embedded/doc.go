@@ -28,9 +28,9 @@
 //
 // # Bounded memory
 //
-// Publish fails at once with a *consume.FullError when the LiteTopic holds
-// its backlog limit (Message.MaxBacklog, else Config.DefaultBacklog) or the
-// engine holds Config.MaxMessages messages or Config.MaxBytes body bytes.
+// Publish fails at once with a *consume.FullError when the engine holds
+// Config.MaxMessages messages or Config.MaxBytes body bytes (a bucket's own
+// backlog limit is enforced once, by consume.Queue).
 // Nothing queued is ever dropped to make room, except a message whose
 // handler panicked or exhausted Config.MaxAttempts.
 package embedded

@@ -20,9 +20,6 @@ type Config struct {
 	MaxMessages int
 	// MaxBytes caps the body bytes queued in the engine. Zero means 256 MiB.
 	MaxBytes int64
-	// DefaultBacklog caps a LiteTopic whose message has MaxBacklog 0.
-	// Zero means 1000.
-	DefaultBacklog int
 	// IdleTTL is how long an empty LiteTopic is kept; it is reclaimed
 	// lazily by a later Publish. Zero means 10 minutes.
 	IdleTTL time.Duration
@@ -56,9 +53,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBytes <= 0 {
 		c.MaxBytes = 256 << 20
-	}
-	if c.DefaultBacklog <= 0 {
-		c.DefaultBacklog = 1000
 	}
 	if c.IdleTTL <= 0 {
 		c.IdleTTL = 10 * time.Minute

@@ -194,26 +194,19 @@ func TestRoundRobin(t *testing.T) {
 	})
 }
 
-func TestBacklogFull(t *testing.T) {
-	e := New(Config{DefaultBacklog: 3, MaxMessages: 5, MaxBytes: 1 << 10, Logger: quiet})
-	for i := range 3 {
-		mustPublish(t, e, msg("a", fmt.Sprint("a", i)))
+func TestEngineFull(t *testing.T) {
+	e := New(Config{MaxMessages: 5, MaxBytes: 1 << 10, Logger: quiet})
+	for i := range 4 {
+		mustPublish(t, e, msg("a", fmt.Sprint("a", i))) // no per-topic limit: that is consume.Queue's
 	}
+	mustPublish(t, e, msg("b", "b0"))
 	var fe *consume.FullError
-	err := e.Publish(context.Background(), msg("a", "a3"))
-	if !errors.As(err, &fe) || fe.Scope != consume.ScopeLiteTopic || fe.Limit != 3 || fe.RetryAfter != time.Second {
-		t.Fatalf("4th publish: %v (%+v)", err, fe)
+	err := e.Publish(context.Background(), msg("c", "c0"))
+	if !errors.As(err, &fe) || fe.Scope != consume.ScopeEngine || fe.Limit != 5 || fe.RetryAfter != time.Second {
+		t.Fatalf("engine message limit: %v (%+v)", err, fe)
 	}
 	if !errors.Is(err, consume.ErrFull) {
 		t.Fatal("not ErrFull")
-	}
-	// Message.MaxBacklog overrides the default.
-	m := msg("a", "a3")
-	m.MaxBacklog = 4
-	mustPublish(t, e, m)
-	mustPublish(t, e, msg("b", "b0"))
-	if err := e.Publish(context.Background(), msg("c", "c0")); !errors.As(err, &fe) || fe.Scope != consume.ScopeEngine || fe.Limit != 5 {
-		t.Fatalf("engine message limit: %v", err)
 	}
 	e2 := New(Config{MaxBytes: 10, Logger: quiet})
 	mustPublish(t, e2, &consume.Message{ID: "x", LiteTopic: "x", Body: make([]byte, 10)})
@@ -235,15 +228,11 @@ func TestBacklogFull(t *testing.T) {
 	mustClose(t, e)
 }
 
-// RetryAfter reflects the topic's measured drain rate, or its suspension.
+// RetryAfter of a full engine reflects its measured drain rate.
 func TestRetryAfterEstimate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := New(Config{DefaultBacklog: 5, Logger: quiet})
-		var suspend atomic.Bool
+		e := New(Config{MaxMessages: 5, Logger: quiet})
 		e.Start(func(_ context.Context, d *consume.Delivery) consume.Result {
-			if suspend.Load() {
-				return consume.Suspend(3 * time.Second)
-			}
 			time.Sleep(200 * time.Millisecond) // a handler that drains 5/s
 			return consume.Success()
 		})
@@ -260,11 +249,6 @@ func TestRetryAfterEstimate(t *testing.T) {
 		time.Sleep(time.Second) // five departures measured
 		if got := full().RetryAfter; got != 200*time.Millisecond {
 			t.Errorf("RetryAfter while draining = %v, want 200ms", got)
-		}
-		suspend.Store(true)
-		time.Sleep(300 * time.Millisecond)
-		if got := full().RetryAfter; got <= 2*time.Second {
-			t.Errorf("RetryAfter while suspended = %v, want the remaining suspension", got)
 		}
 		e.Close(context.Background())
 	})
@@ -286,7 +270,7 @@ func TestIdleTTLReclaim(t *testing.T) {
 		time.Sleep(31 * time.Second)
 		mustPublish(t, e, msg("new", "4")) // lazily reclaims "old" only
 		synctest.Wait()
-		if s := e.Stats(); s.Topics != 2 || e.Backlog("old") != 0 {
+		if s := e.Stats(); s.Topics != 2 || s.Messages != 0 {
 			t.Fatalf("after TTL: %+v", s)
 		}
 		e.mu.Lock()

@@ -12,8 +12,8 @@ import (
 const reclaimPerPublish = 2
 
 // Publish implements [consume.Backend.Publish]. It never blocks: a full
-// LiteTopic or engine fails at once with a *consume.FullError and nothing
-// queued is dropped. The engine keeps a shallow copy of *m, so the caller
+// engine fails at once with a *consume.FullError and nothing queued is
+// dropped. A bucket's own backlog limit is the consume.Queue's. The engine keeps a shallow copy of *m, so the caller
 // may reuse m but must not modify m.Body or m.Properties afterwards.
 //
 // With Config.InlineDelivery, when m lands in an idle LiteTopic while a
@@ -48,7 +48,7 @@ func (e *Engine) enqueue(m *consume.Message, en *entry, now int64) (*topic, erro
 	}
 	e.reclaim(now, reclaimPerPublish)
 	t := e.topics[m.LiteTopic]
-	if err := e.admit(t, m, now); err != nil {
+	if err := e.admit(m); err != nil {
 		return nil, err
 	}
 	if t == nil {
@@ -92,19 +92,8 @@ func (e *Engine) deliverInline(t *topic, en *entry) {
 	e.settle(t, en, res, panicked)
 }
 
-// admit checks the backlog and global limits. Requires mu held.
-func (e *Engine) admit(t *topic, m *consume.Message, now int64) error {
-	limit := m.MaxBacklog
-	if limit <= 0 {
-		limit = e.cfg.DefaultBacklog
-	}
-	if t != nil && int(t.n) >= limit {
-		after := t.rate.estimate(time.Second)
-		if t.state == stSuspended {
-			after = max(after, time.Duration(t.due-now))
-		}
-		return &consume.FullError{Scope: consume.ScopeLiteTopic, LiteTopic: m.LiteTopic, Limit: int64(limit), RetryAfter: after}
-	}
+// admit checks the engine's memory bounds. Requires mu held.
+func (e *Engine) admit(m *consume.Message) error {
 	if e.msgs >= e.cfg.MaxMessages {
 		return e.engineFull(m, int64(e.cfg.MaxMessages))
 	}
@@ -135,17 +124,6 @@ func (e *Engine) makeReady(t *topic) {
 	t.state = stReady
 	e.ready.push(t)
 	e.cond.Signal()
-}
-
-// Backlog is the number of messages queued on liteTopic, including one in
-// flight.
-func (e *Engine) Backlog(liteTopic string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if t := e.topics[liteTopic]; t != nil {
-		return int(t.n)
-	}
-	return 0
 }
 
 // EngineStats is a snapshot of an Engine's queues.

@@ -30,13 +30,15 @@ type topic struct {
 	prev, next *topic // ready queue (next only) or idle list (both)
 	// due is the resume time (unix ns) while suspended and the time it
 	// became empty while idle.
-	due int64
-	// rate estimates the drain rate for FullError.RetryAfter.
-	rate  drainRate
-	n     int32 // queued messages, including the one in flight
+	due   int64
 	hidx  int32 // index in the timer heap while suspended
 	state uint8
+	// woken is set by Wake while the topic is in flight: the suspension
+	// its handler is about to ask for must end at once.
+	woken bool
 }
+
+func (t *topic) empty() bool { return t.head == nil }
 
 func (t *topic) push(e *entry) {
 	if t.tail == nil {
@@ -45,7 +47,6 @@ func (t *topic) push(e *entry) {
 		t.tail.next = e
 	}
 	t.tail = e
-	t.n++
 }
 
 // pop unlinks the head entry.
@@ -56,7 +57,6 @@ func (t *topic) pop() *entry {
 		t.tail = nil
 	}
 	e.next = nil
-	t.n--
 	return e
 }
 

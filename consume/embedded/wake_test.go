@@ -48,8 +48,8 @@ func TestWakeEndsSuspensionEarly(t *testing.T) {
 		if !e.Wake("a") {
 			t.Fatal("Wake(a) = false for a suspended topic")
 		}
-		if e.Wake("a") || e.Wake("nope") {
-			t.Fatal("Wake of a topic that is not suspended reported true")
+		if e.Wake("nope") {
+			t.Fatal("Wake of an unknown topic reported true")
 		}
 		want := []got{{"a", time.Second}, {"b", 2 * time.Second}, {"c", 3 * time.Second}}
 		for _, w := range want {
@@ -60,5 +60,41 @@ func TestWakeEndsSuspensionEarly(t *testing.T) {
 		if left := mustClose(t, e); len(left.IDs) != 0 {
 			t.Fatalf("leftover %v", left.IDs)
 		}
+	})
+}
+
+// A wake that arrives while the topic's message is being handled is not
+// lost: the Suspend the handler returns ends at once.
+func TestWakeWhileInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := New(Config{Workers: 1, Logger: quiet})
+		start := time.Now()
+		handling, decided := make(chan struct{}), make(chan struct{})
+		deliveries := make(chan time.Duration, 4)
+		calls := 0
+		h := func(_ context.Context, d *consume.Delivery) consume.Result {
+			calls++
+			deliveries <- time.Since(start)
+			if calls == 1 {
+				close(handling)
+				<-decided // the wake lands here, between decision and suspension
+				return consume.Suspend(time.Hour)
+			}
+			return consume.Success()
+		}
+		mustPublish(t, e, msg("a", "a1"))
+		if err := e.Start(h); err != nil {
+			t.Fatal(err)
+		}
+		<-deliveries
+		<-handling
+		if !e.Wake("a") {
+			t.Fatal("Wake of a topic in flight = false")
+		}
+		close(decided)
+		if at := <-deliveries; at != 0 {
+			t.Fatalf("redelivered after %v, want at once", at)
+		}
+		mustClose(t, e)
 	})
 }

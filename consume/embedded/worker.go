@@ -64,9 +64,13 @@ func (e *Engine) settle(t *topic, en *entry, res consume.Result, panicked bool) 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.busy--
+	woken := t.woken
+	t.woken = false
 	switch {
 	case panicked || res.Action == consume.ActionSuccess:
 		e.remove(t, now)
+	case res.Action == consume.ActionSuspend && woken:
+		e.makeReady(t) // woken while in flight: the suspension is over already
 	case res.Action == consume.ActionSuspend:
 		e.suspend(t, now, res.Delay)
 	case en.d.Attempt >= e.cfg.MaxAttempts:
@@ -84,9 +88,8 @@ func (e *Engine) remove(t *topic, now int64) {
 	en := t.pop()
 	e.msgs--
 	e.bytes -= int64(len(en.d.Body))
-	t.rate.observe(now, t.n == 0)
 	e.rate.observe(now, e.msgs == 0)
-	if t.n > 0 {
+	if !t.empty() {
 		e.makeReady(t) // to the back: round-robin across ready topics
 		return
 	}

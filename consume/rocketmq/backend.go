@@ -23,8 +23,8 @@ const PropRequestID = "reqid"
 // Backend is a [consume.Backend] on RocketMQ Lite. Create it with [New]. It
 // is safe for concurrent use.
 //
-// Lock order: subMu before mu. mu guards the ledger (pending, backlog,
-// retries, subscribed) and closing; it is never held across an RPC.
+// Lock order: subMu before mu. mu guards pending, retries, subscribed and
+// closing; it is never held across an RPC.
 type Backend struct {
 	cfg   Config
 	log   *slog.Logger
@@ -48,7 +48,6 @@ type Backend struct {
 	inflight   sync.WaitGroup    // handler calls; Add only under mu while !closing
 	subscribed map[string]bool   // LiteTopics this process uses (subscribed on the current clients)
 	pending    map[string]string // request id → LiteTopic: published, not acknowledged
-	backlog    map[string]int    // LiteTopic → len of its pending ids
 	retries    map[string]int    // request id → Retry results so far
 
 	loopQuit chan struct{}
@@ -89,7 +88,6 @@ func New(cfg Config) (*Backend, error) {
 		probe:      p,
 		subscribed: make(map[string]bool),
 		pending:    make(map[string]string),
-		backlog:    make(map[string]int),
 		retries:    make(map[string]int),
 		loopQuit:   make(chan struct{}),
 		loopDone:   make(chan struct{}),
@@ -276,27 +274,19 @@ func (b *Backend) send(ctx context.Context, msg *rmq.Message) error {
 	}
 }
 
-// reserve counts m against its LiteTopic's backlog and MaxPending.
+// reserve counts m against MaxPending, the bound on what this process
+// has in the broker. (A bucket's own backlog limit is consume.Queue's.)
 func (b *Backend) reserve(m *consume.Message) error {
-	limit := m.MaxBacklog
-	if limit <= 0 {
-		limit = b.cfg.MaxBacklog
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, dup := b.pending[m.ID]; dup {
 		return fmt.Errorf("rocketmq: request id %q is already queued", m.ID)
-	}
-	if n := b.backlog[m.LiteTopic]; n >= limit {
-		return &consume.FullError{Scope: consume.ScopeLiteTopic, LiteTopic: m.LiteTopic,
-			Limit: int64(limit), RetryAfter: DefaultFullRetryAfter}
 	}
 	if len(b.pending) >= b.cfg.MaxPending {
 		return &consume.FullError{Scope: consume.ScopeEngine, LiteTopic: m.LiteTopic,
 			Limit: int64(b.cfg.MaxPending), RetryAfter: DefaultFullRetryAfter}
 	}
 	b.pending[m.ID] = m.LiteTopic
-	b.backlog[m.LiteTopic]++
 	return nil
 }
 
@@ -310,22 +300,7 @@ func (b *Backend) release(id string) {
 // releaseLocked is release; requires mu held.
 func (b *Backend) releaseLocked(id string) {
 	delete(b.retries, id)
-	lt, ok := b.pending[id]
-	if !ok {
-		return
-	}
 	delete(b.pending, id)
-	if b.backlog[lt]--; b.backlog[lt] <= 0 {
-		delete(b.backlog, lt)
-	}
-}
-
-// Backlog is the number of messages this process published to liteTopic
-// and has not seen acknowledged.
-func (b *Backend) Backlog(liteTopic string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.backlog[liteTopic]
 }
 
 // ensureSubscribed subscribes lt once per process (and again after an

@@ -98,45 +98,6 @@ func TestPublishDeliver(t *testing.T) {
 		}
 	}
 	t.Logf("one LiteTopic drains a backlog of %d at %.0f messages/s", backlog, float64(backlog-1)/time.Since(first).Seconds())
-	if in.b.Backlog(lt) != 0 {
-		t.Errorf("Backlog(%s) = %d after all were acknowledged", lt, in.b.Backlog(lt))
-	}
-}
-
-func TestBacklogLimit(t *testing.T) {
-	in := sharedInstance(t)
-	lt := liteTopic(in.b, "full")
-	release := make(chan struct{})
-	delivered := make(chan string, 10)
-	defer in.r.set(lt, func(ctx context.Context, d *consume.Delivery) consume.Result {
-		select {
-		case <-release:
-			delivered <- d.ID
-			return consume.Success()
-		default:
-			return consume.Suspend(200 * time.Millisecond)
-		}
-	})()
-	for i := range 3 {
-		m := message(fmt.Sprintf("full-%s-%d", runID, i), lt)
-		m.MaxBacklog = 3
-		publish(t, in.b, m)
-	}
-	m := message("full-"+runID+"-x", lt)
-	m.MaxBacklog = 3
-	err := in.b.Publish(t.Context(), m)
-	var fe *consume.FullError
-	if !errors.As(err, &fe) || fe.Scope != consume.ScopeLiteTopic || fe.Limit != 3 || !errors.Is(err, consume.ErrFull) {
-		t.Fatalf("4th Publish = %v, want a LiteTopic FullError with limit 3", err)
-	}
-	close(release)
-	for i := range 3 {
-		if id := recv(t, delivered, deliveryTimeout, "delivery after release"); id != fmt.Sprintf("full-%s-%d", runID, i) {
-			t.Fatalf("delivery %d = %s: FIFO order broken", i, id)
-		}
-	}
-	publish(t, in.b, m) // room again
-	recv(t, delivered, deliveryTimeout, "delivery of the retried message")
 }
 
 // Retry becomes a Suspend with backoff; the backend counts the attempts.

@@ -14,7 +14,6 @@ const (
 	DefaultInvisibleDuration  = 10 * time.Second
 	DefaultConsumptionThreads = 64
 	DefaultMaxCacheMessages   = 256
-	DefaultMaxBacklog         = 10000
 	DefaultMaxPending         = 200000
 	DefaultPublishTimeout     = 3 * time.Second
 	DefaultProbeInterval      = 2 * time.Second
@@ -59,9 +58,6 @@ type Config struct {
 	// MaxCacheMessages caps the messages the client holds; it also caps a
 	// receive batch. If zero, DefaultMaxCacheMessages.
 	MaxCacheMessages int
-	// MaxBacklog is the per-LiteTopic backlog limit when a Message has no
-	// MaxBacklog of its own. If zero, DefaultMaxBacklog.
-	MaxBacklog int
 	// MaxPending limits the messages this process has published and not
 	// yet seen acknowledged, over all LiteTopics (ScopeEngine). If zero,
 	// DefaultMaxPending.
@@ -113,7 +109,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	def(&c.ConsumptionThreads, DefaultConsumptionThreads)
 	def(&c.MaxCacheMessages, DefaultMaxCacheMessages)
-	def(&c.MaxBacklog, DefaultMaxBacklog)
 	def(&c.MaxPending, DefaultMaxPending)
 	def(&c.MaxRetries, DefaultMaxRetries)
 	defD(&c.PublishTimeout, DefaultPublishTimeout)

@@ -81,11 +81,10 @@
 //
 // # Backlog and failures
 //
-// The broker has no cheap per-LiteTopic count, so the backend counts locally
-// what this process published and has not yet seen acknowledged; each replica
-// publishes only to its own LiteTopics, so the count is exact for them.
-// Publish enforces Message.MaxBacklog (or Config.MaxBacklog) and
-// Config.MaxPending with a *consume.FullError.
+// A bucket's backlog is counted and capped once, by consume.Queue, the same
+// on every backend. The backend itself only bounds what this process has
+// published and not yet seen acknowledged (Config.MaxPending, a
+// *consume.FullError of ScopeEngine).
 //
 // Broker trouble is never silent. New fails with a clear error when the
 // proxy is unreachable or the topic/group are missing. A probe (QueryRoute

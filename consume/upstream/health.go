@@ -33,8 +33,10 @@ func (p *Pool) markUp(u *upstream) {
 	p.mu.Lock()
 	was := u.healthy
 	u.healthy, u.backoff, u.downUntil = true, 0, time.Time{}
+	models := u.models
 	p.mu.Unlock()
 	if !was {
 		p.log.Info("upstream healthy again", slog.String("upstream", u.url))
+		p.freed(models) // its slots are usable again
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
+	"github.com/pacegate/pacegate/policy"
 )
 
 // sim is a simulated vLLM on a loopback socket.
@@ -47,12 +48,12 @@ func (r *recordEvents) emit(ev consume.Event) error {
 	return nil
 }
 
-func chatReq(id string, stream bool, extra string) *consume.UpstreamRequest {
+func chatReq(id string, stream bool, extra string) *consume.Request {
 	body := `{"model":"m","messages":[{"role":"user","content":"hi there"}],"max_tokens":2`
 	if stream {
 		body += `,"stream":true`
 	}
-	return &consume.UpstreamRequest{ID: id, Model: "m", Path: "/v1/chat/completions", Body: []byte(body + extra + "}"), Stream: stream}
+	return &consume.Request{ID: id, Key: policy.Key{Tenant: "t", Model: "m"}, Path: "/v1/chat/completions", Body: []byte(body + extra + "}"), Stream: stream}
 }
 
 func mustAcquire(t *testing.T, p *Pool, model string) consume.Slot {

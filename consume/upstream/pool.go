@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacegate/pacegate/consume"
@@ -23,6 +24,8 @@ type Pool struct {
 	mu   sync.Mutex // guards ups' mutable fields and next
 	ups  []*upstream
 	next int // rotates the starting point so ties spread out
+
+	onFree atomic.Pointer[func(models []string)] // see OnFree
 
 	life    sync.Mutex // guards the fields below
 	started bool
@@ -109,8 +112,22 @@ func (p *Pool) acquire(model string, skip *upstream) *slot {
 
 func (p *Pool) release(u *upstream) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	u.inFlight--
+	models := u.models
+	p.mu.Unlock()
+	p.freed(models)
+}
+
+// OnFree implements [consume.Upstreams.OnFree].
+func (p *Pool) OnFree(f func(models []string)) { p.onFree.Store(&f) }
+
+// freed tells the OnFree listener that capacity may be free for models.
+// models must not be modified afterwards (u.models is replaced, never
+// changed in place). Requires Pool.mu not held.
+func (p *Pool) freed(models []string) {
+	if f := p.onFree.Load(); f != nil && len(models) > 0 {
+		(*f)(models)
+	}
 }
 
 // available: healthy, or down but past its backoff (on trial). Requires

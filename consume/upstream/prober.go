@@ -116,8 +116,12 @@ func (p *Pool) discover(ctx context.Context, u *upstream) error {
 	slices.Sort(models)
 	models = slices.Compact(models)
 	p.mu.Lock()
+	changed := !slices.Equal(u.models, models)
 	u.models = models
 	p.mu.Unlock()
+	if changed {
+		p.freed(models) // buckets of a newly served model may be waiting
+	}
 	return nil
 }
 

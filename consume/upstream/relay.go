@@ -15,7 +15,7 @@ import (
 
 // relay emits a 2xx response as events and closes its body. Errors after
 // this point are never retried.
-func (s *slot) relay(ctx context.Context, stop context.CancelFunc, resp *http.Response, req *consume.UpstreamRequest, emit func(consume.Event) error) error {
+func (s *slot) relay(ctx context.Context, stop context.CancelFunc, resp *http.Response, req *consume.Request, emit func(consume.Event) error) error {
 	defer resp.Body.Close()
 	header := resp.Header.Clone()
 	removeHopByHop(header)

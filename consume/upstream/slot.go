@@ -34,7 +34,7 @@ func (s *slot) Release() {
 // Do implements [consume.Slot.Do]. A failure before the first response
 // byte is retried once on another upstream that has room; after it,
 // never.
-func (s *slot) Do(ctx context.Context, req *consume.UpstreamRequest, emit func(consume.Event) error) error {
+func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.Event) error) error {
 	if s.released.Load() || !s.used.CompareAndSwap(false, true) {
 		return errSlotUsed
 	}
@@ -51,7 +51,7 @@ func (s *slot) Do(ctx context.Context, req *consume.UpstreamRequest, emit func(c
 		if !retry || attempt > 1 || ctx.Err() != nil {
 			return err
 		}
-		next := s.p.acquire(req.Model, cur.u)
+		next := s.p.acquire(req.Key.Model, cur.u)
 		if next == nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func (s *slot) Do(ctx context.Context, req *consume.UpstreamRequest, emit func(c
 // send posts req and returns a 2xx response whose body the caller reads
 // and whose cancel it calls. Otherwise it returns the error and whether
 // another upstream may be tried.
-func (s *slot) send(ctx context.Context, req *consume.UpstreamRequest) (*http.Response, context.CancelFunc, bool, error) {
+func (s *slot) send(ctx context.Context, req *consume.Request) (*http.Response, context.CancelFunc, bool, error) {
 	// Our own cancel aborts the upstream call when emit fails, even if
 	// the caller's ctx lives on.
 	actx, cancel := context.WithCancel(ctx)

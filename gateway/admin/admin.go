@@ -7,13 +7,29 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/fairshare"
 	"github.com/pacegate/pacegate/gateway/control"
 	"github.com/pacegate/pacegate/policy"
 )
+
+// Buckets is what the admin API reads of the queue (implemented by
+// *consume.Queue).
+type Buckets interface {
+	List(q consume.ListQuery) ([]consume.BucketStat, int)
+	Stat(k policy.Key) (consume.BucketStat, bool)
+}
+
+// Fairness is what the admin API reads of the fair-share scheduler
+// (implemented by *fairshare.Scheduler).
+type Fairness interface {
+	Flow(k policy.Key, now time.Time) (fairshare.FlowStat, bool)
+	Models(now time.Time) []fairshare.ModelStat
+}
 
 // Config wires the admin API. Token, Table, Pacer and Buckets are
 // required.
@@ -22,7 +38,10 @@ type Config struct {
 	Token   string
 	Table   *policy.Table
 	Pacer   *policy.Pacer
-	Buckets *consume.Buckets
+	Buckets Buckets
+	// Fairness reports each bucket's attained service and share and each
+	// model's fairness. Nil means none is reported.
+	Fairness Fairness
 	// Models lists the models the gateway serves (the pool's and the
 	// config's); a model outside it is a 404. Nil means any model name
 	// is accepted.
@@ -83,6 +102,7 @@ func (a *api) routes() chi.Router {
 		r.Put("/admin/factors/models/*", a.putColumn)
 		r.Delete("/admin/factors/models/*", a.deleteColumn)
 		r.Get("/admin/control", a.getControl)
+		r.Get("/admin/fairness", a.getFairness)
 		r.Get("/admin/matrix", a.getMatrix)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"math"
 	"net/http"
 	"time"
 
@@ -19,11 +20,19 @@ type bucketRow struct {
 	OldestWaitMS  int64   `json:"oldest_wait_ms"` // age of the oldest queued request
 	Released      uint64  `json:"released"`
 	Suspends      uint64  `json:"suspends"`
+	// Service is the bucket's attained service in the fair share of a
+	// saturated pool: weighted tokens (prompt + w × completion, over the
+	// tenant's weight) since it was last idle at its band's floor.
+	Service float64 `json:"service"`
+	// Share is its part of its model's recent service among the buckets
+	// competing for the pool (0..1; 0 when it is not competing).
+	Share float64 `json:"share"`
 }
 
 type bucketJSON struct {
 	bucketRow
 	Priority string       `json:"priority"`
+	Weight   float64      `json:"weight"` // fair-share weight
 	Limits   limitsJSON   `json:"limits"`
 	Override overrideJSON `json:"override"` // the bucket's own override (tenant overrides are under /admin/tenants)
 }
@@ -41,8 +50,15 @@ func (a *api) row(st consume.BucketStat, now time.Time) bucketRow {
 	if !st.Oldest.IsZero() {
 		r.OldestWaitMS = max(0, now.Sub(st.Oldest).Milliseconds())
 	}
+	if a.cfg.Fairness != nil {
+		if f, ok := a.cfg.Fairness.Flow(st.Key, now); ok {
+			r.Service, r.Share = round3(f.Counter), round3(f.Share)
+		}
+	}
 	return r
 }
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // bucketFromPath resolves /admin/buckets/{tenant}/{model...}: 404 for an
 // unknown tenant or model.
@@ -62,7 +78,7 @@ func (a *api) bucketBody(k policy.Key, t *policy.Tenant) bucketJSON {
 	st, _ := a.cfg.Buckets.Stat(k) // a bucket nothing has used yet is idle
 	st.Key = k
 	overrides, _ := a.cfg.Table.Overrides()
-	return bucketJSON{bucketRow: a.row(st, time.Now()), Priority: t.Priority.String(),
+	return bucketJSON{bucketRow: a.row(st, time.Now()), Priority: t.Priority.String(), Weight: t.Weight,
 		Limits: toLimitsJSON(a.cfg.Table.Limits(k)), Override: toOverrideJSON(overrides[k])}
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/consumetest"
 	"github.com/pacegate/pacegate/policy"
 	"github.com/pacegate/pacegate/policy/config"
 )
@@ -35,12 +35,12 @@ tenants:
 
 // fixture is an admin API over real policy and consume state.
 type fixture struct {
-	t       *testing.T
-	h       http.Handler
-	table   *policy.Table
-	pacer   *policy.Pacer
-	buckets *consume.Buckets
-	clock   *policy.ManualClock
+	t     *testing.T
+	h     http.Handler
+	table *policy.Table
+	pacer *policy.Pacer
+	queue *consumetest.Queue
+	clock *policy.ManualClock
 }
 
 func parseConfig(t testing.TB, y string) *config.File {
@@ -58,10 +58,10 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, table: policy.NewTable(q), buckets: consume.NewBuckets(),
+	f := &fixture{t: t, table: policy.NewTable(q), queue: consumetest.New(),
 		clock: policy.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	f.pacer = policy.NewPacer(f.table, policy.WithPacerClock(f.clock))
-	f.h = New(Config{Token: testToken, Table: f.table, Pacer: f.pacer, Buckets: f.buckets,
+	f.h = New(Config{Token: testToken, Table: f.table, Pacer: f.pacer, Buckets: f.queue,
 		Models: func() []string { return []string{llama, "small"} }, Logger: discard()})
 	return f
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/consumetest"
 	"github.com/pacegate/pacegate/policy"
 )
 
@@ -15,9 +15,9 @@ func TestListBuckets(t *testing.T) {
 	f := newFixture(t)
 	now := time.Now()
 	for i, k := range []policy.Key{{Tenant: "acme", Model: llama}, {Tenant: "acme", Model: llama}, {Tenant: "acme", Model: llama}, {Tenant: "vip", Model: "small"}, {Tenant: "acme", Model: "small"}} {
-		f.buckets.Enqueue(k, now.Add(time.Duration(i)*time.Millisecond))
+		f.queue.Submit(k, now.Add(time.Duration(i)*time.Millisecond))
 	}
-	f.buckets.MarkSuspended(policy.Key{Tenant: "vip", Model: "small"}, now.Add(time.Hour))
+	f.queue.Suspend(policy.Key{Tenant: "vip", Model: "small"}, time.Hour)
 	body := func(path string) listJSON {
 		code, b := f.do(http.MethodGet, path, "")
 		if code != 200 {
@@ -67,7 +67,7 @@ func render(l listJSON) string {
 
 func TestMatrix(t *testing.T) {
 	f := newFixture(t)
-	f.buckets.Enqueue(policy.Key{Tenant: "acme", Model: "small"}, time.Now())
+	f.queue.Submit(policy.Key{Tenant: "acme", Model: "small"}, time.Now())
 	f.pacer.SetColumnFactor("small", 0.5)
 	code, b := f.do(http.MethodGet, "/admin/matrix?limit=2", "")
 	if code != 200 {
@@ -99,13 +99,13 @@ func BenchmarkListBuckets100k(b *testing.B) {
 		b.Fatal(err)
 	}
 	table := policy.NewTable(q)
-	buckets := consume.NewBuckets()
+	buckets := consumetest.New()
 	now := time.Now()
 	for tn := range 1000 {
 		for m := range 100 {
 			k := policy.Key{Tenant: fmt.Sprintf("t%04d", tn), Model: fmt.Sprintf("m%03d", m)}
 			for range 1 + (tn*7+m)%5 {
-				buckets.Enqueue(k, now)
+				buckets.Submit(k, now)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 type tenantJSON struct {
 	ID       string       `json:"id"`
 	Priority string       `json:"priority"`
+	Weight   float64      `json:"weight"`
 	Limits   limitsJSON   `json:"limits"`   // live tenant-level limits (config + override)
 	Override overrideJSON `json:"override"` // what the admin API changed
 }
@@ -29,7 +30,7 @@ func (a *api) tenantFromPath(r *http.Request) (*policy.Tenant, *apiError) {
 
 func (a *api) tenantBody(t *policy.Tenant) tenantJSON {
 	_, overrides := a.cfg.Table.Overrides()
-	return tenantJSON{ID: t.ID, Priority: t.Priority.String(),
+	return tenantJSON{ID: t.ID, Priority: t.Priority.String(), Weight: t.Weight,
 		Limits: toLimitsJSON(tenantLimits(a.cfg.Table, t.ID)), Override: toOverrideJSON(overrides[t.ID])}
 }
 

@@ -11,16 +11,16 @@ import (
 func TestTenantOverride(t *testing.T) {
 	f := newFixture(t)
 	f.expect(http.MethodGet, "/admin/tenants/acme", "", 200,
-		`{"id":"acme","priority":"normal","limits":{"rpm":600,"tpm":0,"burst":0,"rate":2,"backlog":100,"max_wait":"30s"},"override":{}}`)
+		`{"id":"acme","priority":"normal","weight":1,"limits":{"rpm":600,"tpm":0,"burst":0,"rate":2,"backlog":100,"max_wait":"30s"},"override":{}}`)
 	f.expect(http.MethodPut, "/admin/tenants/acme", `{"rpm":1200,"tpm":50000,"rate":4,"backlog":10,"max_wait":"1m"}`, 200,
-		`{"id":"acme","priority":"normal","limits":{"rpm":1200,"tpm":50000,"burst":0,"rate":4,"backlog":10,"max_wait":"1m0s"},"override":{"rpm":1200,"tpm":50000,"rate":4,"backlog":10,"max_wait":"1m0s"}}`)
+		`{"id":"acme","priority":"normal","weight":1,"limits":{"rpm":1200,"tpm":50000,"burst":0,"rate":4,"backlog":10,"max_wait":"1m0s"},"override":{"rpm":1200,"tpm":50000,"rate":4,"backlog":10,"max_wait":"1m0s"}}`)
 	if got := f.table.Limits(policy.Key{Tenant: "acme", Model: "small"}); got.RPM != 1200 || got.Rate != 4 {
 		t.Fatalf("Limits = %+v", got)
 	}
 	f.expect(http.MethodGet, "/admin/tenants/a/b", "", 200, // the whole rest is the tenant id
-		`{"id":"a/b","priority":"normal","limits":{"rpm":0,"tpm":0,"burst":0,"rate":2,"backlog":100,"max_wait":"30s"},"override":{}}`)
+		`{"id":"a/b","priority":"normal","weight":1,"limits":{"rpm":0,"tpm":0,"burst":0,"rate":2,"backlog":100,"max_wait":"30s"},"override":{}}`)
 	f.expect(http.MethodDelete, "/admin/tenants/acme", "", 200,
-		`{"id":"acme","priority":"normal","limits":{"rpm":600,"tpm":0,"burst":0,"rate":2,"backlog":100,"max_wait":"30s"},"override":{}}`)
+		`{"id":"acme","priority":"normal","weight":1,"limits":{"rpm":600,"tpm":0,"burst":0,"rate":2,"backlog":100,"max_wait":"30s"},"override":{}}`)
 	f.expect(http.MethodPut, "/admin/tenants/ghost", `{"rpm":1}`, 404,
 		`{"error":{"message":"Unknown tenant 'ghost'.","type":"invalid_request_error","param":"tenant","code":"tenant_not_found"}}`)
 	f.expect(http.MethodPut, "/admin/tenants/acme", `{"backlog":1.5}`, 400,
@@ -32,10 +32,10 @@ func TestTenantOverride(t *testing.T) {
 func TestOverridesSurviveReload(t *testing.T) {
 	f := newFixture(t)
 	f.expect(http.MethodPut, "/admin/buckets/acme/small", `{"rate":7,"burst":3}`, 200,
-		`{"tenant":"acme","model":"small","backlog":0,"rate":7,"effective_rate":7,"state":"idle","oldest_wait_ms":0,"released":0,"suspends":0,`+
-			`"priority":"normal","limits":{"rpm":600,"tpm":0,"burst":3,"rate":7,"backlog":100,"max_wait":"30s"},"override":{"burst":3,"rate":7}}`)
+		`{"tenant":"acme","model":"small","backlog":0,"rate":7,"effective_rate":7,"state":"idle","oldest_wait_ms":0,"released":0,"suspends":0,"service":0,"share":0,`+
+			`"priority":"normal","weight":1,"limits":{"rpm":600,"tpm":0,"burst":3,"rate":7,"backlog":100,"max_wait":"30s"},"override":{"burst":3,"rate":7}}`)
 	f.expect(http.MethodPut, "/admin/tenants/vip", `{"rpm":100,"tpm":9}`, 200,
-		`{"id":"vip","priority":"high","limits":{"rpm":100,"tpm":9,"burst":0,"rate":2,"backlog":100,"max_wait":"30s"},"override":{"rpm":100,"tpm":9}}`)
+		`{"id":"vip","priority":"high","weight":1,"limits":{"rpm":100,"tpm":9,"burst":0,"rate":2,"backlog":100,"max_wait":"30s"},"override":{"rpm":100,"tpm":9}}`)
 
 	// Same config reloaded: everything stays.
 	reload(t, f.table, testConfig)
@@ -48,10 +48,10 @@ func TestOverridesSurviveReload(t *testing.T) {
 	changed = strings.Replace(changed, "priority: high", "priority: high\n    limits: {tpm: 1000}", 1)
 	reload(t, f.table, changed)
 	f.expect(http.MethodGet, "/admin/buckets/acme/small", "", 200,
-		`{"tenant":"acme","model":"small","backlog":0,"rate":5,"effective_rate":5,"state":"idle","oldest_wait_ms":0,"released":0,"suspends":0,`+
-			`"priority":"normal","limits":{"rpm":600,"tpm":0,"burst":3,"rate":5,"backlog":100,"max_wait":"30s"},"override":{"burst":3}}`)
+		`{"tenant":"acme","model":"small","backlog":0,"rate":5,"effective_rate":5,"state":"idle","oldest_wait_ms":0,"released":0,"suspends":0,"service":0,"share":0,`+
+			`"priority":"normal","weight":1,"limits":{"rpm":600,"tpm":0,"burst":3,"rate":5,"backlog":100,"max_wait":"30s"},"override":{"burst":3}}`)
 	f.expect(http.MethodGet, "/admin/tenants/vip", "", 200,
-		`{"id":"vip","priority":"high","limits":{"rpm":100,"tpm":1000,"burst":0,"rate":5,"backlog":100,"max_wait":"30s"},"override":{"rpm":100}}`)
+		`{"id":"vip","priority":"high","weight":1,"limits":{"rpm":100,"tpm":1000,"burst":0,"rate":5,"backlog":100,"max_wait":"30s"},"override":{"rpm":100}}`)
 }
 
 func reload(t *testing.T, table *policy.Table, y string) {

@@ -33,7 +33,7 @@ func TestMatrixPageInChromium(t *testing.T) {
 	defer cancel()
 	f := newFixture(t)
 	f.pacer = policy.NewPacer(f.table) // the wall clock: the page runs in real time
-	f.h = New(Config{Token: testToken, Table: f.table, Pacer: f.pacer, Buckets: f.buckets,
+	f.h = New(Config{Token: testToken, Table: f.table, Pacer: f.pacer, Buckets: f.queue,
 		Models: func() []string { return []string{llama, "small"} }, Logger: discard()})
 	bctx := uitest.Browser(t, ctx)
 	srv := httptest.NewServer(f.h)
@@ -45,13 +45,13 @@ func TestMatrixPageInChromium(t *testing.T) {
 		t.Fatal(code, body)
 	}
 	for range 5 {
-		f.buckets.Enqueue(k, time.Now())
+		f.queue.Submit(k, time.Now())
 	}
 	vip := policy.Key{Tenant: "vip", Model: "small"} // and a suspended one, for the screenshot
 	for range 40 {
-		f.buckets.Enqueue(vip, time.Now())
+		f.queue.Submit(vip, time.Now())
 	}
-	f.buckets.MarkSuspended(vip, time.Now().Add(time.Hour))
+	f.queue.Suspend(vip, time.Hour)
 	cellSel := fmt.Sprintf(`td.cell[data-tenant="acme"][data-model=%q]`, llama)
 	if err := chromedp.Do(bctx,
 		chromedp.Navigate(srv.URL+"/admin/ui#token="+testToken),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/consume/embedded"
+	"github.com/pacegate/pacegate/consume/fairshare"
 	"github.com/pacegate/pacegate/consume/rocketmq"
 	"github.com/pacegate/pacegate/consume/upstream"
 	"github.com/pacegate/pacegate/gateway"
@@ -31,19 +32,18 @@ type App struct {
 	Table    *policy.Table
 	Pacer    *policy.Pacer
 	Admitter *policy.Admitter
-	Buckets  *consume.Buckets
-	Registry *consume.Registry
+	Queue    *consume.Queue // the one owner of queued requests, over the backend
 	Pool     *upstream.Pool
-	Backend  consume.Backend
 	Consumer *consume.Consumer
 	Gateway  *gateway.Server
 	Metrics  *metrics.Metrics // Prometheus, on the admin listener
 	Control  *control.Loop    // the closed loop; nil unless control.enabled
 
-	ops    ops // admin listener (ops.go)
-	server *http.Server
-	ln     net.Listener
-	done   chan struct{} // closed when the HTTP server has stopped serving
+	ops      ops                  // admin listener (ops.go)
+	fairness *fairshare.Scheduler // the pool's fair share, read by metrics and the admin API
+	server   *http.Server
+	ln       net.Listener
+	done     chan struct{} // closed when the HTTP server has stopped serving
 }
 
 // Options tune New beyond the config file.
@@ -62,31 +62,35 @@ func New(cfg *config.File, opts Options) (*App, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	quotas, err := policy.NewQuotas(cfg)
+	quotas, err := cfg.Quotas()
 	if err != nil {
 		return nil, err
 	}
-	a := &App{logger: logger, cfg: cfg, Registry: &consume.Registry{}, Buckets: consume.NewBuckets(), done: make(chan struct{})}
+	a := &App{logger: logger, cfg: cfg, done: make(chan struct{})}
 	a.Table = policy.NewTable(quotas)
-	a.Pacer = policy.NewPacer(replicaShare(a.Table, replicas(cfg)))
+	a.Pacer = policy.NewPacer(policy.SharedRate(a.Table, replicas(cfg)))
 	a.Admitter = policy.NewAdmitter(a.Table)
-	a.newOps(cfg, &opts)
+	backend, err := newBackend(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	a.Queue = consume.NewQueue(backend, replicaID(cfg))
+	a.newOps(cfg, &opts) // before the pool, which takes its observer at construction
 	if a.Pool, err = newPool(cfg, logger, opts.UpstreamObserver); err != nil {
 		return nil, err
 	}
-	if a.Backend, err = newBackend(cfg, logger); err != nil {
-		return nil, err
-	}
 	a.Consumer = consume.NewConsumer(consume.ConsumerConfig{
-		Backend: a.Backend, Registry: a.Registry, Pacer: a.Pacer, Upstreams: a.Pool,
-		Buckets: a.Buckets, Observer: opts.ConsumerObserver, Logger: logger,
-		MaxSuspend: maxSuspend(a.Backend),
+		Queue: a.Queue, Pacer: a.Pacer, Upstreams: a.Pool, Fairness: a.fairness,
+		Capacity: capacityMode(cfg), CompletionWeight: cfg.Fairness.CompletionWeight,
+		Observer: opts.ConsumerObserver, Logger: logger,
 	})
-	a.watchRateChanges()
+	// A rate change reaches requests already queued: suspended buckets
+	// it touches are woken and ask the pacer again.
+	a.Table.OnChange(a.Queue.WakeSuspended)
+	a.Pacer.OnChange(a.Queue.WakeSuspended)
 	a.Gateway = gateway.New(gateway.Config{
-		Table: a.Table, Admitter: a.Admitter, Pacer: a.Pacer, Buckets: a.Buckets,
-		Registry: a.Registry, Backend: a.Backend, Pool: a.Pool, ReplicaID: replicaID(cfg),
-		Models: cfg.Models, MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		Table: a.Table, Admitter: a.Admitter, Pacer: a.Pacer, Queue: a.Queue, Pool: a.Pool,
+		BandMaxWait: a.bandMaxWait, Models: cfg.Models, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		RequestTimeout: cfg.Server.RequestTimeout, Heartbeat: cfg.Server.Heartbeat,
 		Observer: opts.GatewayObserver, Logger: logger,
 	})
@@ -127,6 +131,18 @@ func newBackend(cfg *config.File, logger *slog.Logger) (consume.Backend, error) 
 	}
 }
 
+func capacityMode(cfg *config.File) consume.CapacityMode {
+	if cfg.Fairness.Mode == "poll" {
+		return consume.CapacityPoll
+	}
+	return consume.CapacityFair
+}
+
+// bandMaxWait reads the live config, so that a reload changes it.
+func (a *App) bandMaxWait(p policy.Priority) time.Duration {
+	return a.config().Fairness.Bands.MaxWait(p)
+}
+
 func replicas(cfg *config.File) int {
 	if cfg.Queue.Backend == "rocketmq" && cfg.Queue.RocketMQ.Replicas > 1 {
 		return cfg.Queue.RocketMQ.Replicas
@@ -148,7 +164,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.Pool.Start(ctx); err != nil {
 		return fmt.Errorf("upstreams: %w", err)
 	}
-	if err := a.Backend.Start(a.Consumer.Handle); err != nil {
+	if err := a.Queue.Backend().Start(a.Consumer.Handle); err != nil {
 		a.Pool.Close()
 		return fmt.Errorf("queue: %w", err)
 	}
@@ -188,7 +204,7 @@ func (a *App) Shutdown(ctx context.Context, grace time.Duration) error {
 	defer cancel()
 	err := a.server.Shutdown(graceCtx)
 	if err != nil {
-		cut := a.Registry.Len()
+		cut := a.Queue.Len()
 		a.logger.Warn("shutdown grace period over; ending requests still in flight", "grace", grace, "requests", cut)
 		a.Gateway.Cut()
 		finalCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -210,7 +226,7 @@ const queueCloseTimeout = 5 * time.Second
 func (a *App) stopQueue(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, queueCloseTimeout)
 	defer cancel()
-	left, err := a.Backend.Close(ctx)
+	left, err := a.Queue.Close(ctx)
 	if err != nil {
 		a.logger.Warn("queue close", "err", err)
 	}
@@ -232,7 +248,7 @@ func (a *App) config() *config.File {
 // queued requests. Listener, upstream and queue settings need a restart;
 // Reload logs when they changed.
 func (a *App) Reload(cfg *config.File) error {
-	quotas, err := policy.NewQuotas(cfg)
+	quotas, err := cfg.Quotas()
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func TestQueuedRequestsFollowRateChanges(t *testing.T) {
 
 	// 6 requests at 0.5/s: one leaves at once, 5 would need 10 s.
 	results := ta.fire(6, "sk-acme")
-	eventually(t, 5*time.Second, "5 queued requests", func() bool { return ta.a.Buckets.Backlog(k) == 5 })
+	eventually(t, 5*time.Second, "5 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 5 })
 	first := <-results
 	put := time.Now()
 	if code, body := ta.admin(http.MethodPut, "/admin/buckets/acme/"+simModel, `{"rate":50}`); code != 200 {
@@ -49,7 +49,7 @@ func TestQueuedRequestsFollowRateChanges(t *testing.T) {
 		t.Fatalf("PUT rate 0.2: %d %s", code, body)
 	}
 	results = ta.fire(3, "sk-acme")
-	eventually(t, 5*time.Second, "3 queued requests", func() bool { return ta.a.Buckets.Backlog(k) == 3 })
+	eventually(t, 5*time.Second, "3 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 3 })
 	watch := time.NewTimer(time.Second) // a bounded look at a queue that must not move
 	defer watch.Stop()
 	select {
@@ -57,7 +57,7 @@ func TestQueuedRequestsFollowRateChanges(t *testing.T) {
 		t.Fatalf("a request was released within 1 s at 0.2/s: %d %s", r.status, r.body)
 	case <-watch.C:
 	}
-	if got := ta.a.Buckets.Backlog(k); got != 3 {
+	if got := ta.a.Queue.Backlog(k); got != 3 {
 		t.Fatalf("backlog = %d after the slow-down, want 3", got)
 	}
 	// Raise the global factor instead: every bucket speeds up, and the
@@ -111,7 +111,7 @@ func TestSpeedUpWakesSuspendedBucket(t *testing.T) {
 		t.Fatalf("PUT: %d %s", code, body)
 	}
 	results := ta.fire(3, "sk-acme")
-	eventually(t, 5*time.Second, "2 queued requests", func() bool { return ta.a.Buckets.Backlog(k) == 2 })
+	eventually(t, 5*time.Second, "2 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 2 })
 	<-results
 	put := time.Now()
 	if code, body := ta.admin(http.MethodPut, "/admin/buckets/acme/"+simModel, `{"rate":50}`); code != 200 {

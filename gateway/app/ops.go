@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pacegate/pacegate/consume/fairshare"
 	"github.com/pacegate/pacegate/consume/upstream"
 	"github.com/pacegate/pacegate/gateway/admin"
 	"github.com/pacegate/pacegate/gateway/control"
@@ -31,7 +32,8 @@ type ops struct {
 // New after the table and pacer exist and before the pool, which takes
 // its observer at construction.
 func (a *App) newOps(cfg *config.File, opts *Options) {
-	a.Metrics = metrics.New(metrics.Config{Buckets: a.Buckets, Factors: a.Pacer,
+	a.fairness = fairshare.New(0)
+	a.Metrics = metrics.New(metrics.Config{Buckets: a.Queue, Factors: a.Pacer, Fairness: a.fairness,
 		Upstreams: upstreamStats(func() *upstream.Pool { return a.Pool }), Models: a.servedModels})
 	if opts.GatewayObserver == nil {
 		opts.GatewayObserver = a.Metrics
@@ -93,7 +95,7 @@ func (a *App) startOps(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h := admin.New(admin.Config{Token: cfg.Admin.Token, Table: a.Table, Pacer: a.Pacer, Buckets: a.Buckets,
+	h := admin.New(admin.Config{Token: cfg.Admin.Token, Table: a.Table, Pacer: a.Pacer, Buckets: a.Queue, Fairness: a.fairness,
 		Models: a.servedModels, Control: a.Control, Metrics: a.Metrics.Handler(), Logger: a.logger})
 	a.ops = ops{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn)}, ln: ln, done: make(chan struct{})}

@@ -33,7 +33,7 @@ func TestReloadKeepsQueuedRequests(t *testing.T) {
 	k := policy.Key{Tenant: "acme", Model: simModel}
 	eventually(t, 5*time.Second, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
 	results := ta.fire(4, "sk-acme")
-	eventually(t, 5*time.Second, "3 queued requests", func() bool { return ta.a.Buckets.Backlog(k) == 3 })
+	eventually(t, 5*time.Second, "3 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 3 })
 	if err := ta.a.Reload(parse(t, configText("http://unused", reloadAfter))); err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestShutdownCutsWhatOutlivesGrace(t *testing.T) {
 	}()
 	eventually(t, 5*time.Second, "the stream to reach the upstream", func() bool { return ta.sim.Stats().Running == 1 })
 	queued := ta.fire(1, "sk-acme")
-	eventually(t, 5*time.Second, "a queued request", func() bool { return ta.a.Buckets.Backlog(k) == 1 })
+	eventually(t, 5*time.Second, "a queued request", func() bool { return ta.a.Queue.Backlog(k) == 1 })
 
 	start := time.Now()
 	if err := ta.a.Shutdown(context.Background(), 300*time.Millisecond); err != nil {

@@ -35,7 +35,7 @@ func TestMatrixPageDrivesQueuedRequests(t *testing.T) {
 	eventually(t, 5*time.Second, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
 
 	results := ta.fire(5, "sk-acme") // one leaves at once; 4 wait 4 s each
-	eventually(t, 5*time.Second, "4 queued requests", func() bool { return ta.a.Buckets.Backlog(k) == 4 })
+	eventually(t, 5*time.Second, "4 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 4 })
 	cell := chromedp.CSS(fmt.Sprintf(`td.cell[data-tenant="acme"][data-model=%q]`, simModel))
 	if err := chromedp.Do(bctx,
 		chromedp.Navigate("http://"+ta.a.AdminAddr()+"/admin/ui#token="+adminToken),

@@ -30,12 +30,12 @@ defaults: {rate: 1, backlog: 100, max_wait: 10s}
 		}
 	}()
 	k := key("alice", "sim-model")
-	eventually(t, 2*time.Second, "the request to be queued", func() bool { return s.app.Buckets.Backlog(k) == 1 })
+	eventually(t, 2*time.Second, "the request to be queued", func() bool { return s.app.Queue.Backlog(k) == 1 })
 	cancel()
 	<-done
 	// It leaves the bucket's backlog as soon as its handler sees the
 	// disconnect, well before its slot...
-	eventually(t, 200*time.Millisecond, "the cancelled request to leave the backlog", func() bool { return s.app.Buckets.Backlog(k) == 0 })
+	eventually(t, 200*time.Millisecond, "the cancelled request to leave the backlog", func() bool { return s.app.Queue.Backlog(k) == 0 })
 	// ...and when its slot comes, 1 s after the first request, the
 	// consumer drops it from the LiteTopic.
 	eventually(t, 3*time.Second, "the consumer to drop the message", func() bool {

@@ -112,7 +112,7 @@ defaults: {rate: 1, backlog: 100, max_wait: 60s}
 		})
 	}
 	eventually(t, 5*time.Second, "alice's backlog to build", func() bool {
-		return s.app.Buckets.Backlog(key("alice", "sim-model")) >= 15
+		return s.app.Queue.Backlog(key("alice", "sim-model")) >= 15
 	})
 	start := time.Now()
 	resp := s.post(t.Context(), "/v1/chat/completions", "sk-bob", chatBody)
@@ -126,7 +126,7 @@ defaults: {rate: 1, backlog: 100, max_wait: 60s}
 	if took > 500*time.Millisecond {
 		t.Errorf("bob waited %s behind alice's flood", took)
 	}
-	if b := s.app.Buckets.Backlog(key("alice", "sim-model")); b < 14 {
+	if b := s.app.Queue.Backlog(key("alice", "sim-model")); b < 14 {
 		t.Errorf("alice's backlog drained to %d: the test did not measure under load", b)
 	}
 }

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/consumetest"
 	"github.com/pacegate/pacegate/policy"
 )
 
 // BenchmarkScrape100k scrapes /metrics with 100,000 non-empty buckets
 // (1,000 tenants × 100 models) and checks that the output stays small.
 func BenchmarkScrape100k(b *testing.B) {
-	buckets := consume.NewBuckets()
+	buckets := consumetest.New()
 	now := time.Now()
 	models := make([]string, 100)
 	for m := range models {
@@ -23,7 +23,7 @@ func BenchmarkScrape100k(b *testing.B) {
 	}
 	for tn := range 1000 {
 		for _, m := range models {
-			buckets.Enqueue(policy.Key{Tenant: fmt.Sprintf("t%04d", tn), Model: m}, now)
+			buckets.Submit(policy.Key{Tenant: fmt.Sprintf("t%04d", tn), Model: m}, now)
 		}
 	}
 	table := policy.NewTable(mustQuotas(b))

@@ -40,6 +40,7 @@ type Config struct {
 	Buckets   BucketSource
 	Upstreams UpstreamSource
 	Factors   FactorSource
+	Fairness  FairnessSource
 	// Models lists the models whose column factor is exported. Nil means
 	// none (the global factor is still exported).
 	Models func() []string

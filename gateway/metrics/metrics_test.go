@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/consumetest"
+	"github.com/pacegate/pacegate/consume/fairshare"
 	"github.com/pacegate/pacegate/consume/upstream"
 	"github.com/pacegate/pacegate/gateway"
 	"github.com/pacegate/pacegate/policy"
@@ -91,12 +93,12 @@ type fakeUpstreams []upstream.UpstreamStat
 func (f fakeUpstreams) Stats() []upstream.UpstreamStat { return f }
 
 func TestStateMetrics(t *testing.T) {
-	buckets := consume.NewBuckets()
+	buckets := consumetest.New()
 	now := time.Now()
 	for i, k := range []policy.Key{{Tenant: "a", Model: "m1"}, {Tenant: "a", Model: "m1"}, {Tenant: "a", Model: "m1"}, {Tenant: "b", Model: "m1"}, {Tenant: "b", Model: "m1"}, {Tenant: "c", Model: "m2"}, {Tenant: "d", Model: "m1"}} {
-		buckets.Enqueue(k, now.Add(-time.Duration(10-i)*time.Second))
+		buckets.Submit(k, now.Add(-time.Duration(10-i)*time.Second))
 	}
-	buckets.MarkSuspended(policy.Key{Tenant: "b", Model: "m1"}, now.Add(time.Hour))
+	buckets.Suspend(policy.Key{Tenant: "b", Model: "m1"}, time.Hour)
 	table := policy.NewTable(mustQuotas(t))
 	pacer := policy.NewPacer(table)
 	pacer.SetColumnFactor("m2", 0.5)
@@ -131,7 +133,7 @@ pacegate_upstream_max_concurrency{upstream="http://u2"} 4`
 		t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
 	}
 	// Top-K is live; the per-model aggregates are cached for AggregateEvery.
-	buckets.Enqueue(policy.Key{Tenant: "a", Model: "m1"}, now)
+	buckets.Submit(policy.Key{Tenant: "a", Model: "m1"}, now)
 	if got := scrape(t, m, "pacegate_bucket_backlog{model=\"m1\",tenant=\"a\"}", "pacegate_model_backlog{model=\"m1\"}"); got !=
 		"pacegate_bucket_backlog{model=\"m1\",tenant=\"a\"} 4\npacegate_model_backlog{model=\"m1\"} 6" {
 		t.Fatalf("second scrape:\n%s", got)
@@ -161,4 +163,35 @@ func mustQuotas(t testing.TB) *policy.Quotas {
 		t.Fatal(err)
 	}
 	return q
+}
+
+func TestFairnessMetrics(t *testing.T) {
+	now := time.Now()
+	sched := fairshare.New(time.Hour)
+	for i, tenant := range []string{"a", "b"} {
+		k := policy.Key{Tenant: tenant, Model: "m1"}
+		sched.Join(k, 1, 1, now)
+		sched.Grant(k)
+		sched.Start(k, float64(10*(i+1)), now) // a got 10 tokens, b 20
+	}
+	sched.Join(policy.Key{Tenant: "c", Model: "m1"}, 2, 1, now) // c (low) still waits
+	buckets := consumetest.New()
+	buckets.Submit(policy.Key{Tenant: "b", Model: "m1"}, now)
+	m := New(Config{TopK: 2, Buckets: buckets, Fairness: sched})
+	got := scrape(t, m, "pacegate_model_fairness", "pacegate_model_competing", "pacegate_capacity_", "pacegate_bucket_s")
+	// Jain over 10, 20 and c's 0 (it competed and got nothing yet): 900/(3·500).
+	want := `pacegate_bucket_service_tokens{model="m1",tenant="b"} 20
+pacegate_bucket_share{model="m1",tenant="b"} 0.6666666666666666
+pacegate_bucket_suspends_total{model="m1",tenant="b"} 0
+pacegate_capacity_grants_total{band="high",model="m1"} 0
+pacegate_capacity_grants_total{band="low",model="m1"} 0
+pacegate_capacity_grants_total{band="normal",model="m1"} 2
+pacegate_capacity_waiting_buckets{band="high",model="m1"} 0
+pacegate_capacity_waiting_buckets{band="low",model="m1"} 1
+pacegate_capacity_waiting_buckets{band="normal",model="m1"} 0
+pacegate_model_competing_buckets{model="m1"} 3
+pacegate_model_fairness_jain{model="m1"} 0.6`
+	if got != want {
+		t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
+	}
 }

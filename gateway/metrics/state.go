@@ -8,10 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/fairshare"
 	"github.com/pacegate/pacegate/consume/upstream"
+	"github.com/pacegate/pacegate/policy"
 )
 
-// BucketSource lists buckets (implemented by *consume.Buckets).
+// BucketSource lists buckets (implemented by *consume.Queue).
 type BucketSource interface {
 	List(q consume.ListQuery) ([]consume.BucketStat, int)
 }
@@ -19,6 +21,13 @@ type BucketSource interface {
 // UpstreamSource reports the pool (implemented by *upstream.Pool).
 type UpstreamSource interface {
 	Stats() []upstream.UpstreamStat
+}
+
+// FairnessSource reports the fair share of the pool (implemented by
+// *fairshare.Scheduler).
+type FairnessSource interface {
+	Flow(k policy.Key, now time.Time) (fairshare.FlowStat, bool)
+	Models(now time.Time) []fairshare.ModelStat
 }
 
 // FactorSource reports pacing factors (implemented by *policy.Pacer).
@@ -38,6 +47,12 @@ var (
 	descInFlight       = desc("pacegate_upstream_in_flight", "Requests in flight to an upstream.", "upstream")
 	descMaxConc        = desc("pacegate_upstream_max_concurrency", "Concurrency limit of an upstream.", "upstream")
 	descHealthy        = desc("pacegate_upstream_healthy", "1 when the upstream is healthy, 0 while it is marked down.", "upstream")
+	descBucketService  = desc("pacegate_bucket_service_tokens", "Attained service of the top-K buckets in the fair share: weighted tokens (prompt + w × completion, over the tenant's weight).", "tenant", "model")
+	descBucketShare    = desc("pacegate_bucket_share", "Part (0..1) of its model's recent service that each top-K bucket got among the buckets competing for the pool.", "tenant", "model")
+	descJain           = desc("pacegate_model_fairness_jain", "Jain's index over the recent weighted service of the buckets competing for a model's pool: 1 = served alike, 1/n = one got everything.", "model")
+	descCompeting      = desc("pacegate_model_competing_buckets", "Buckets that competed for a model's pool within the fairness half-life.", "model")
+	descWaiting        = desc("pacegate_capacity_waiting_buckets", "Buckets waiting for a slot of the pool, by model and priority band.", "model", "band")
+	descGrants         = desc("pacegate_capacity_grants_total", "Slots of the pool granted to waiting buckets, by model and priority band.", "model", "band")
 	descGlobalFactor   = desc("pacegate_global_factor", "Global pacing factor (1 = configured rates).")
 	descColumnFactor   = desc("pacegate_column_factor", "Pacing factor of a model's column of buckets.", "model")
 )
@@ -63,7 +78,8 @@ type stateCollector struct {
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBucketBacklog, descBucketOldest, descBucketReleased, descBucketSuspends,
 		descModelBacklog, descModelBuckets, descModelOldest, descInFlight, descMaxConc, descHealthy,
-		descGlobalFactor, descColumnFactor} {
+		descGlobalFactor, descColumnFactor, descBucketService, descBucketShare, descJain, descCompeting,
+		descWaiting, descGrants} {
 		ch <- d
 	}
 }
@@ -82,6 +98,28 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.cfg.Factors != nil {
 		c.collectFactors(ch)
+	}
+	if c.cfg.Fairness != nil {
+		c.collectFairness(ch, now)
+	}
+}
+
+var bandLabels = [fairshare.NumBands]string{"high", "normal", "low"}
+
+// collectFairness exports each model's fairness figures. A model folded
+// into "_other" is skipped: a sum of Jain's indices would mislead.
+func (c *stateCollector) collectFairness(ch chan<- prometheus.Metric, now time.Time) {
+	for _, m := range c.cfg.Fairness.Models(now) {
+		l := c.models.value(m.Model)
+		if l == OtherLabel {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(descJain, prometheus.GaugeValue, m.Jain, l)
+		ch <- prometheus.MustNewConstMetric(descCompeting, prometheus.GaugeValue, float64(m.Competing), l)
+		for b, band := range bandLabels {
+			ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(m.Waiting[b]), l, band)
+			ch <- prometheus.MustNewConstMetric(descGrants, prometheus.CounterValue, float64(m.Grants[b]), l, band)
+		}
 	}
 }
 
@@ -104,6 +142,7 @@ func (c *stateCollector) collectBuckets(ch chan<- prometheus.Metric, now time.Ti
 			ch <- prometheus.MustNewConstMetric(descBucketOldest, prometheus.GaugeValue, waitOf(st, now), t, m)
 			ch <- prometheus.MustNewConstMetric(descBucketReleased, prometheus.CounterValue, float64(st.Released), t, m)
 			ch <- prometheus.MustNewConstMetric(descBucketSuspends, prometheus.CounterValue, float64(st.Suspends), t, m)
+			c.collectShare(ch, st.Key, now)
 		}
 	}
 	for m, a := range c.aggregates(now) {
@@ -111,6 +150,17 @@ func (c *stateCollector) collectBuckets(ch chan<- prometheus.Metric, now time.Ti
 		ch <- prometheus.MustNewConstMetric(descModelOldest, prometheus.GaugeValue, a.oldest, m)
 		ch <- prometheus.MustNewConstMetric(descModelBuckets, prometheus.GaugeValue, a.queued, m, consume.StateQueued)
 		ch <- prometheus.MustNewConstMetric(descModelBuckets, prometheus.GaugeValue, a.suspended, m, consume.StateSuspended)
+	}
+}
+
+// collectShare exports one top-K bucket's fair-share figures.
+func (c *stateCollector) collectShare(ch chan<- prometheus.Metric, k policy.Key, now time.Time) {
+	if c.cfg.Fairness == nil {
+		return
+	}
+	if f, ok := c.cfg.Fairness.Flow(k, now); ok {
+		ch <- prometheus.MustNewConstMetric(descBucketService, prometheus.GaugeValue, f.Counter, k.Tenant, k.Model)
+		ch <- prometheus.MustNewConstMetric(descBucketShare, prometheus.GaugeValue, f.Share, k.Tenant, k.Model)
 	}
 }
 

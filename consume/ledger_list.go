@@ -14,7 +14,7 @@ const (
 	SortKey     = "key"     // tenant, then model, ascending
 )
 
-// ListQuery selects and pages buckets for [Buckets.List]. The zero value
+// ListQuery selects and pages buckets for [Queue.List]. The zero value
 // lists every bucket, largest backlog first, 100 per page.
 type ListQuery struct {
 	Tenant, Model string // filters: substring, or the whole name with Exact
@@ -54,40 +54,40 @@ type candidate struct {
 // all. It scans every shard (one lock at a time) but sorts only the page
 // (see page), so it stays in the low milliseconds with 100,000 buckets.
 // The page is a snapshot: buckets may change between shards.
-func (b *Buckets) List(q ListQuery) (items []BucketStat, total int) {
+func (l *ledger) list(q ListQuery) (items []BucketStat, total int) {
 	if q.Limit <= 0 {
 		q.Limit = 100
 	}
 	q.Offset = max(q.Offset, 0)
-	cands := b.candidates(q)
+	cands := l.candidates(q)
 	less := byBacklog
 	if q.Sort == SortKey {
 		less = byKey
 	}
 	for _, c := range page(cands, q.Offset, q.Offset+q.Limit, less) {
-		if st, ok := b.Stat(c.key); ok {
+		if st, ok := l.stat(c.key); ok {
 			items = append(items, st)
 		}
 	}
 	return items, len(cands)
 }
 
-func (b *Buckets) candidates(q ListQuery) []candidate {
-	now := b.now().UnixNano()
+func (l *ledger) candidates(q ListQuery) []candidate {
+	now := l.now().UnixNano()
 	n := 0
-	for i := range b.shards { // size the slice once: 100,000 appends would regrow it
-		s := &b.shards[i]
+	for i := range l.shards { // size the slice once: 100,000 appends would regrow it
+		s := &l.shards[i]
 		s.mu.Lock()
 		n += len(s.m)
 		s.mu.Unlock()
 	}
 	out := make([]candidate, 0, n)
-	for i := range b.shards {
-		s := &b.shards[i]
+	for i := range l.shards {
+		s := &l.shards[i]
 		s.mu.Lock()
-		for k, bk := range s.m {
-			if q.match(k, bk.waiting(), bk.state(now)) {
-				out = append(out, candidate{k, bk.waiting()})
+		for k, bq := range s.m {
+			if q.match(k, len(bq.waiting), bq.state(now)) {
+				out = append(out, candidate{k, len(bq.waiting)})
 			}
 		}
 		s.mu.Unlock()

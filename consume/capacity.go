@@ -1,0 +1,206 @@
+package consume
+
+import (
+	"sync"
+	"time"
+
+	"github.com/pacegate/pacegate/consume/fairshare"
+	"github.com/pacegate/pacegate/policy"
+)
+
+// CapacityMode selects how the pool's capacity is shared when it, not a
+// bucket's own rate, is the limit.
+type CapacityMode uint8
+
+const (
+	// CapacityFair grants each freed slot to the waiting bucket that is
+	// owed the most (package fairshare); a waiting bucket holds no worker
+	// and nothing polls.
+	CapacityFair CapacityMode = iota
+	// CapacityPoll is the earlier design, kept to measure against: a
+	// bucket that finds no free slot is suspended for CapacityBackoff and
+	// tries again, so the next free slot goes to whoever asks first.
+	CapacityPoll
+)
+
+// Suspension reasons for capacity, passed to Observer.Suspended.
+const (
+	// ReasonCapacity: the bucket joined its model's wait set (fair mode)
+	// or was suspended for the poll backoff (poll mode).
+	ReasonCapacity = "capacity"
+	// ReasonCapacityRecheck: a bucket already waiting for a slot was
+	// delivered again without one: a wake-up that did no work. In fair
+	// mode on a backend that can be woken it only happens after
+	// capacityWaitWakeable; on RocketMQ it is the bounded poll described
+	// at capacityWaitBroker.
+	ReasonCapacityRecheck = "capacity_recheck"
+)
+
+const (
+	// capacityWaitWakeable is how long a waiting bucket stays suspended on
+	// a backend that can be woken: the grant wakes it; this is only a
+	// backstop.
+	capacityWaitWakeable = 5 * time.Second
+	// capacityWaitBroker is how long a waiting bucket is suspended on a
+	// backend whose suspensions cannot be ended early (RocketMQ): the
+	// freed slot is held for it until its next delivery, so this bounds
+	// the extra wait of a granted bucket, at the cost of one delivery per
+	// waiting bucket per period.
+	capacityWaitBroker = 200 * time.Millisecond
+	// grantHoldMargin is how much longer than its suspension a granted
+	// bucket's slot is held before it goes to the next bucket.
+	grantHoldMargin = time.Second
+)
+
+// capacity is the gate between a bucket that may release a request and
+// the pool. It is safe for concurrent use. mu guards grants and
+// serialises every change to the scheduler's wait sets with them; lock
+// order: mu, then the scheduler's and the pool's own locks. The pool
+// calls onFree without its locks held.
+type capacity struct {
+	up    Upstreams
+	sched *fairshare.Scheduler
+	mode  CapacityMode
+	wake  func(policy.Key) bool // nil on a backend that cannot be woken
+	wait  time.Duration         // how long a waiting bucket is suspended
+	hold  time.Duration         // how long a grant is held for its bucket
+
+	mu     sync.Mutex
+	grants map[policy.Key]*grant
+}
+
+// grant is a slot reserved for one waiting bucket until its delivery.
+type grant struct {
+	slot  Slot
+	timer *time.Timer // gives the slot to the next bucket if unclaimed
+}
+
+func newCapacity(up Upstreams, sched *fairshare.Scheduler, mode CapacityMode, q *Queue) *capacity {
+	c := &capacity{up: up, sched: sched, mode: mode, wait: capacityWaitBroker, grants: map[policy.Key]*grant{}}
+	if q.Wakeable() {
+		c.wake, c.wait = q.Wake, capacityWaitWakeable
+	}
+	c.hold = c.wait + grantHoldMargin
+	if mode == CapacityFair {
+		up.OnFree(c.grantFree)
+	}
+	return c
+}
+
+// acquire returns a slot for bucket k: the one granted to it, or a free
+// one when no bucket waits for its model. Otherwise k waits in its
+// model's wait set; recheck is true when it was waiting already.
+func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, recheck bool) {
+	if s, ok := c.claim(k); ok {
+		return s, true, false
+	}
+	if c.mode == CapacityPoll || !c.sched.Waiting(k.Model) {
+		if s, ok := c.up.TryAcquire(k.Model); ok {
+			return s, true, false
+		}
+	}
+	if c.mode == CapacityPoll {
+		c.sched.Compete(k, weight, time.Now())
+		return nil, false, false
+	}
+	c.mu.Lock()
+	joined := c.sched.Join(k, band, weight, time.Now())
+	c.mu.Unlock()
+	// A slot may have freed between the try and the join, with nobody
+	// waiting to take it: hand it out now, possibly to k itself.
+	c.grantFree([]string{k.Model})
+	if s, ok := c.claim(k); ok {
+		return s, true, false
+	}
+	return nil, false, !joined
+}
+
+// claim takes the slot granted to k, if any.
+func (c *capacity) claim(k policy.Key) (Slot, bool) {
+	c.mu.Lock()
+	g := c.grants[k]
+	delete(c.grants, k)
+	c.mu.Unlock()
+	if g == nil {
+		return nil, false
+	}
+	g.timer.Stop()
+	return g.slot, true
+}
+
+// forfeit takes k out of the wait set and gives back a slot granted to
+// it: its request went away, or its pace says wait.
+func (c *capacity) forfeit(k policy.Key) {
+	c.mu.Lock()
+	g := c.grants[k]
+	delete(c.grants, k)
+	c.sched.Leave(k)
+	c.mu.Unlock()
+	if g != nil {
+		g.timer.Stop()
+		g.slot.Release() // the pool calls onFree: the slot goes on
+	}
+}
+
+// grantFree hands free slots on upstreams serving models to the waiting
+// buckets owed the most, and wakes each one, until no slot or no bucket
+// is left.
+func (c *capacity) grantFree(models []string) {
+	models = append([]string(nil), models...) // grantOne narrows it
+	for {
+		k, ok := c.grantOne(&models)
+		if !ok {
+			return
+		}
+		if c.wake != nil {
+			c.wake(k)
+		}
+	}
+}
+
+// grantOne grants one slot; models loses the models that have no free
+// slot left.
+func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(*models) > 0 {
+		k, ok := c.sched.Best(*models)
+		if !ok {
+			return k, false
+		}
+		s, ok := c.up.TryAcquire(k.Model)
+		if !ok {
+			*models = without(*models, k.Model)
+			continue
+		}
+		c.sched.Grant(k)
+		g := &grant{slot: s}
+		g.timer = time.AfterFunc(c.hold, func() { c.expire(k, g) })
+		c.grants[k] = g
+		return k, true
+	}
+	return policy.Key{}, false
+}
+
+// expire gives an unclaimed grant's slot to the next bucket.
+func (c *capacity) expire(k policy.Key, g *grant) {
+	c.mu.Lock()
+	mine := c.grants[k] == g
+	if mine {
+		delete(c.grants, k)
+	}
+	c.mu.Unlock()
+	if mine {
+		g.slot.Release()
+	}
+}
+
+func without(models []string, m string) []string {
+	out := models[:0]
+	for _, x := range models {
+		if x != m {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,294 @@
+package fairshare
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/pacegate/pacegate/policy"
+)
+
+// NumBands is the number of priority bands; band 0 is served first.
+const NumBands = 3
+
+// DefaultHalfLife is how fast the recent service behind shares and Jain's
+// index forgets: a bucket's service from one half-life ago counts half.
+const DefaultHalfLife = 10 * time.Second
+
+// Scheduler holds the wait sets and virtual counters of every model. It
+// is safe for concurrent use; one mutex, mu, guards all of its state.
+// Make it with [New].
+type Scheduler struct {
+	halfLife float64 // seconds
+
+	mu     sync.Mutex
+	models map[string]*model
+	flows  map[policy.Key]*flow
+	seq    uint64 // join order, the tie-break between equal counters
+}
+
+// model is one model's wait sets, one min-heap per band.
+type model struct {
+	heaps  [NumBands]flowHeap
+	floor  [NumBands]float64 // counter of the last flow granted in each band
+	grants [NumBands]uint64
+}
+
+// flow is one bucket as the scheduler sees it.
+type flow struct {
+	key     policy.Key
+	band    int
+	weight  float64
+	counter float64 // weighted service: the ordering key
+	seq     uint64
+	hidx    int // index in its model's heap while waiting, else -1
+	running int // requests granted and not yet done
+	// backlogged is true from a Join until [Scheduler.Idle]: the bucket
+	// has had requests queued all along, so a Join in between (its next
+	// request, after a grant) is not a return from idleness and is not
+	// lifted.
+	backlogged bool
+
+	recent   float64 // weighted service, decayed with the half-life
+	decayAt  int64   // unix ns of the last decay
+	waitedAt int64   // unix ns when it last waited: it competed for the pool
+}
+
+// New returns a Scheduler whose shares and fairness figure forget with
+// halfLife (zero means DefaultHalfLife).
+func New(halfLife time.Duration) *Scheduler {
+	if halfLife <= 0 {
+		halfLife = DefaultHalfLife
+	}
+	return &Scheduler{halfLife: halfLife.Seconds(), models: map[string]*model{}, flows: map[policy.Key]*flow{}}
+}
+
+func (s *Scheduler) model(name string) *model {
+	m := s.models[name]
+	if m == nil {
+		m = &model{}
+		s.models[name] = m
+	}
+	return m
+}
+
+func (s *Scheduler) flow(k policy.Key) *flow {
+	f := s.flows[k]
+	if f == nil {
+		f = &flow{key: k, weight: 1, hidx: -1}
+		s.flows[k] = f
+	}
+	return f
+}
+
+// Join puts bucket k in its model's wait set, in band (0 = high) with
+// weight (> 0; anything else counts as 1). A bucket already waiting stays
+// where it is. A bucket that was idle (see [Scheduler.Idle]) is lifted to
+// the lowest counter waiting in its band, so it gains nothing from having
+// been idle.
+// It reports whether k joined now (false: it was waiting already).
+func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) bool {
+	band = min(max(band, 0), NumBands-1)
+	if !(weight > 0) || math.IsInf(weight, 0) {
+		weight = 1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flow(k)
+	f.waitedAt = now.UnixNano()
+	if f.hidx >= 0 {
+		return false
+	}
+	m := s.model(k.Model)
+	f.band, f.weight = band, weight
+	h := &m.heaps[band]
+	switch {
+	case f.backlogged: // still the same busy period: no lift
+	case len(*h) > 0:
+		f.counter = max(f.counter, (*h)[0].counter)
+	default:
+		f.counter = max(f.counter, m.floor[band])
+	}
+	f.backlogged = true
+	s.seq++
+	f.seq = s.seq
+	h.push(f)
+	return true
+}
+
+// Compete records that k wanted a slot at now and found none, without
+// joining a wait set: how a caller that polls for capacity keeps the
+// fairness figures ([ModelStat.Jain]) meaningful.
+func (s *Scheduler) Compete(k policy.Key, weight float64, now time.Time) {
+	if !(weight > 0) || math.IsInf(weight, 0) {
+		weight = 1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flow(k)
+	f.weight = weight
+	f.waitedAt = now.UnixNano()
+}
+
+// Leave takes k out of its wait set (its request went away). The bucket
+// stays backlogged until [Scheduler.Idle].
+func (s *Scheduler) Leave(k policy.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flows[k]
+	if f == nil || f.hidx < 0 {
+		return
+	}
+	s.models[k.Model].heaps[f.band].remove(f.hidx)
+	s.forget(f)
+}
+
+// Idle records that k has nothing queued any more: its next Join is a
+// return from idleness and is lifted.
+func (s *Scheduler) Idle(k policy.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.flows[k]; f != nil {
+		f.backlogged = false
+		s.forget(f)
+	}
+}
+
+// Waiting reports whether any bucket of model waits for a slot.
+func (s *Scheduler) Waiting(model string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.models[model]
+	if m == nil {
+		return false
+	}
+	for b := range m.heaps {
+		if len(m.heaps[b]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Best returns the bucket that the next slot for one of models should go
+// to: the highest band with a waiting bucket, then the lowest counter,
+// then the earliest join. It takes nothing; see [Scheduler.Grant].
+func (s *Scheduler) Best(models []string) (policy.Key, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.best(models)
+	if f == nil {
+		return policy.Key{}, false
+	}
+	return f.key, true
+}
+
+// best requires mu held.
+func (s *Scheduler) best(models []string) *flow {
+	for b := range NumBands {
+		var top *flow
+		for _, name := range models {
+			m := s.models[name]
+			if m == nil || len(m.heaps[b]) == 0 {
+				continue
+			}
+			if f := m.heaps[b][0]; top == nil || f.before(top) {
+				top = f
+			}
+		}
+		if top != nil {
+			return top
+		}
+	}
+	return nil
+}
+
+// Grant takes k out of its wait set because a slot was given to it. It
+// reports false if k was not waiting.
+func (s *Scheduler) Grant(k policy.Key) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flows[k]
+	if f == nil || f.hidx < 0 {
+		return false
+	}
+	m := s.models[k.Model]
+	m.heaps[f.band].remove(f.hidx)
+	m.floor[f.band] = max(m.floor[f.band], f.counter)
+	m.grants[f.band]++
+	return true
+}
+
+// Start records that one request of k began on the pool, charging its
+// prompt tokens.
+func (s *Scheduler) Start(k policy.Key, promptTokens float64, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flow(k)
+	f.running++
+	s.charge(f, promptTokens, now)
+}
+
+// Charge adds tokens (already weighted by the completion weight where
+// they are completion tokens; may be negative to correct an estimate) to
+// k's service.
+func (s *Scheduler) Charge(k policy.Key, tokens float64, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.flows[k]; f != nil {
+		s.charge(f, tokens, now)
+	}
+}
+
+// charge requires mu held.
+func (s *Scheduler) charge(f *flow, tokens float64, now time.Time) {
+	if tokens == 0 || math.IsNaN(tokens) {
+		return
+	}
+	v := tokens / f.weight
+	f.counter = max(f.counter+v, 0)
+	f.decay(now.UnixNano(), s.halfLife)
+	f.recent = max(f.recent+v, 0)
+	if f.hidx >= 0 {
+		s.models[f.key.Model].heaps[f.band].fix(f.hidx)
+	}
+}
+
+// Done records that one request of k left the pool.
+func (s *Scheduler) Done(k policy.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.flows[k]; f != nil {
+		f.running = max(f.running-1, 0)
+		s.forget(f)
+	}
+}
+
+// forget drops a flow that holds nothing the scheduler needs: not
+// waiting, nothing running, and a counter no higher than its band's
+// floor, to which it would be lifted on return anyway. Requires mu held.
+func (s *Scheduler) forget(f *flow) {
+	if f.hidx >= 0 || f.running > 0 || f.backlogged {
+		return
+	}
+	if m := s.models[f.key.Model]; m != nil && f.counter > m.floor[f.band] {
+		return
+	}
+	delete(s.flows, f.key)
+}
+
+// decay brings recent to now.
+func (f *flow) decay(now int64, halfLife float64) {
+	if f.decayAt != 0 && now > f.decayAt {
+		f.recent *= math.Exp2(-float64(now-f.decayAt) / 1e9 / halfLife)
+	}
+	f.decayAt = max(f.decayAt, now)
+}
+
+// before orders flows within a band.
+func (f *flow) before(g *flow) bool {
+	if f.counter != g.counter {
+		return f.counter < g.counter
+	}
+	return f.seq < g.seq
+}

@@ -1,0 +1,132 @@
+package fairshare
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pacegate/pacegate/policy"
+)
+
+// FlowStat is one bucket's service as the scheduler sees it.
+type FlowStat struct {
+	Key policy.Key
+	// Counter is the bucket's virtual counter: the weighted tokens it has
+	// been charged since it was last forgotten, lifts included.
+	Counter float64
+	// Recent is its weighted service decayed with the half-life: tokens
+	// per half-life, roughly.
+	Recent float64
+	// Share is Recent over the sum of Recent of every bucket of the same
+	// model that competed for the pool within the last half-life (0 when
+	// it did not).
+	Share   float64
+	Waiting bool
+	Running int
+}
+
+// ModelStat sums up one model.
+type ModelStat struct {
+	Model string
+	// Waiting counts buckets in the wait set, per band.
+	Waiting [NumBands]int
+	// Grants counts slots handed to waiting buckets, per band.
+	Grants [NumBands]uint64
+	// Jain is Jain's fairness index, (Σx)²/(n·Σx²), over the recent
+	// weighted service x of the buckets that competed for the pool (were
+	// waiting) within the last half-life: 1 when they were served alike,
+	// 1/n when one got everything. It is 1 with fewer than two such
+	// buckets.
+	Jain float64
+	// Competing is n, the number of those buckets.
+	Competing int
+}
+
+// Flow returns k's figures; false if the scheduler holds nothing for k.
+func (s *Scheduler) Flow(k policy.Key, now time.Time) (FlowStat, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flows[k]
+	if f == nil {
+		return FlowStat{}, false
+	}
+	total, _, _ := s.competing(k.Model, now.UnixNano())
+	return s.flowStat(f, now.UnixNano(), total), true
+}
+
+// Flows returns every bucket the scheduler holds, by key.
+func (s *Scheduler) Flows(now time.Time) []FlowStat {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := now.UnixNano()
+	totals := map[string]float64{}
+	for name := range s.models {
+		totals[name], _, _ = s.competing(name, t)
+	}
+	out := make([]FlowStat, 0, len(s.flows))
+	for _, f := range s.flows {
+		out = append(out, s.flowStat(f, t, totals[f.key.Model]))
+	}
+	slices.SortFunc(out, func(a, b FlowStat) int {
+		if c := strings.Compare(a.Key.Tenant, b.Key.Tenant); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key.Model, b.Key.Model)
+	})
+	return out
+}
+
+// Models returns each model's figures, by name.
+func (s *Scheduler) Models(now time.Time) []ModelStat {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := now.UnixNano()
+	out := make([]ModelStat, 0, len(s.models))
+	for name, m := range s.models {
+		ms := ModelStat{Model: name, Grants: m.grants, Jain: 1}
+		for b := range m.heaps {
+			ms.Waiting[b] = len(m.heaps[b])
+		}
+		total, sq, n := s.competing(name, t)
+		ms.Competing = n
+		if n >= 2 && sq > 0 {
+			ms.Jain = total * total / (float64(n) * sq)
+		}
+		out = append(out, ms)
+	}
+	slices.SortFunc(out, func(a, b ModelStat) int { return strings.Compare(a.Model, b.Model) })
+	return out
+}
+
+// competing sums the recent service of model's flows that waited within
+// the last half-life. Requires mu held. It is a pass over the flows,
+// which the scheduler forgets once idle: for scrapes, not per request.
+func (s *Scheduler) competing(model string, now int64) (total, squares float64, n int) {
+	horizon := now - int64(s.halfLife*1e9)
+	for _, f := range s.flows {
+		if f.key.Model != model || f.waitedAt < horizon || f.waitedAt == 0 {
+			continue
+		}
+		x := f.decayedTo(now, s.halfLife)
+		total += x
+		squares += x * x
+		n++
+	}
+	return total, squares, n
+}
+
+// decayedTo is recent decayed to now, without writing it back.
+func (f *flow) decayedTo(now int64, halfLife float64) float64 {
+	g := *f
+	g.decay(now, halfLife)
+	return g.recent
+}
+
+func (s *Scheduler) flowStat(f *flow, now int64, total float64) FlowStat {
+	st := FlowStat{Key: f.key, Counter: f.counter, Recent: f.decayedTo(now, s.halfLife),
+		Waiting: f.hidx >= 0, Running: f.running}
+	if total > 0 && f.waitedAt >= now-int64(s.halfLife*1e9) && f.waitedAt != 0 {
+		st.Share = st.Recent / total
+	}
+	return st
+}

@@ -1,0 +1,183 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacegate/pacegate/policy"
+)
+
+// Queue is the one owner of every queued request's state. The gateway
+// submits a request to it and finishes it when the handler returns; the
+// consumer finds it again by id. In between the Queue keeps:
+//
+//   - the registry: request id → [Pending], the in-process response
+//     channel of the single-process design (a sync.Map: entries are
+//     written once and read by another goroutine);
+//   - the ledger: each bucket's waiting requests, matched by the sequence
+//     number each got at submission, the one place that counts a bucket's
+//     backlog and enforces its limit;
+//   - the LiteTopic naming, and the backend the messages go through.
+//
+// Make it with [NewQueue]. It is safe for concurrent use.
+type Queue struct {
+	backend Backend
+	replica string
+	ledger  *ledger
+	reg     sync.Map // request id → *Pending
+	count   atomic.Int64
+
+	// onIdle is told when a bucket's queue empties (the fair-share
+	// scheduler lifts a bucket that returns from idleness). Set once,
+	// before use, by NewConsumer.
+	onIdle func(policy.Key)
+}
+
+// NewQueue returns a Queue publishing to b. replica goes into LiteTopic
+// names so that several replicas can share one broker; empty is fine for
+// a single process.
+func NewQueue(b Backend, replica string) *Queue {
+	return &Queue{backend: b, replica: replica, ledger: newLedger()}
+}
+
+// Backend is the queue's backend.
+func (q *Queue) Backend() Backend { return q.backend }
+
+// LiteTopic is the LiteTopic of bucket k in this replica.
+func (q *Queue) LiteTopic(k policy.Key) string {
+	return LiteTopicName(k.Tenant, k.Model, q.replica)
+}
+
+// Submit registers req and publishes it to its bucket's LiteTopic. The
+// returned Pending carries the response; the caller must call Finish
+// with it when done. Submit fails with a *FullError when the bucket holds
+// req.MaxBacklog requests (Scope ScopeBucket, no RetryAfter: the caller
+// knows the bucket's rate) or the backend is full, with ErrUnavailable
+// when the backend cannot be reached, and with ctx's error. Nothing is
+// left behind when it fails.
+func (q *Queue) Submit(ctx context.Context, req *Request) (*Pending, error) {
+	seq, _, ok := q.ledger.add(req.Key, req.Submitted, req.MaxBacklog)
+	if !ok {
+		return nil, &FullError{Scope: ScopeBucket, LiteTopic: q.LiteTopic(req.Key), Limit: int64(req.MaxBacklog)}
+	}
+	p := newPending(ctx, req)
+	p.seq = seq
+	q.reg.Store(req.ID, p)
+	q.count.Add(1)
+	err := q.backend.Publish(ctx, &Message{
+		ID: req.ID, LiteTopic: q.LiteTopic(req.Key), Body: req.Body,
+		Properties: map[string]string{PropTenant: req.Key.Tenant, PropModel: req.Key.Model},
+	})
+	if err != nil {
+		p.Abandon()
+		q.Finish(p)
+		return nil, err
+	}
+	return p, nil
+}
+
+// Finish ends p's stay: its registry entry goes, and if it was never
+// dispatched it is withdrawn from its bucket at once, so that queue
+// positions and predicted waits stop counting it. Its message, if still
+// in the LiteTopic, is dropped by the consumer when delivered. Finish is
+// idempotent.
+func (q *Queue) Finish(p *Pending) {
+	if _, ok := q.reg.LoadAndDelete(p.Req.ID); ok {
+		q.count.Add(-1)
+	}
+	p.Abandon() // a no-op once dispatched
+	q.depart(p, false)
+}
+
+// lookup finds the waiting request with id.
+func (q *Queue) lookup(id string) (*Pending, bool) {
+	v, ok := q.reg.Load(id)
+	if !ok {
+		return nil, false
+	}
+	return v.(*Pending), true
+}
+
+// depart removes p from its bucket's ledger, once; released says it
+// left for an upstream.
+func (q *Queue) depart(p *Pending, released bool) {
+	if !p.departed.CompareAndSwap(false, true) {
+		return
+	}
+	if q.ledger.remove(p.Req.Key, p.seq, released, time.Now()) && q.onIdle != nil {
+		q.onIdle(p.Req.Key)
+	}
+}
+
+// Len is the number of requests submitted and not yet finished.
+func (q *Queue) Len() int { return int(q.count.Load()) }
+
+// Backlog is the number of requests waiting in bucket k.
+func (q *Queue) Backlog(k policy.Key) int { return q.ledger.backlog(k) }
+
+// Position is p's place in its bucket, 1 being the next to be released,
+// or 0 once it has left.
+func (q *Queue) Position(p *Pending) int { return q.ledger.position(p.Req.Key, p.seq) }
+
+// Stat returns a snapshot of bucket k; false when nothing waits in it.
+func (q *Queue) Stat(k policy.Key) (BucketStat, bool) { return q.ledger.stat(k) }
+
+// List returns one page of the buckets matching lq, and how many match in
+// all (see [ListQuery]).
+func (q *Queue) List(lq ListQuery) ([]BucketStat, int) { return q.ledger.list(lq) }
+
+// Buckets is the number of buckets with requests waiting.
+func (q *Queue) Buckets() int { return q.ledger.len() }
+
+// markSuspended records a suspension of k for the admin view.
+func (q *Queue) markSuspended(k policy.Key, until time.Time) { q.ledger.suspended(k, until) }
+
+// Wake ends the suspension of bucket k's LiteTopic now, on a backend that
+// can ([Waker]); it reports whether it did.
+func (q *Queue) Wake(k policy.Key) bool {
+	w, ok := q.backend.(Waker)
+	return ok && w.Wake(q.LiteTopic(k))
+}
+
+// Wakeable reports whether the backend can end a suspension early.
+func (q *Queue) Wakeable() bool {
+	_, ok := q.backend.(Waker)
+	return ok
+}
+
+// WakeSuspended wakes every suspended bucket that c touches, so that a
+// rate increase reaches requests already queued at once: they are
+// delivered again and the consumer asks the pacer afresh. A slower rate
+// needs no wake: it applies at the bucket's next delivery.
+func (q *Queue) WakeSuspended(c policy.Change) {
+	if !q.Wakeable() {
+		return
+	}
+	lq := ListQuery{State: StateSuspended, Tenant: c.Tenant, Model: c.Model, Exact: true, Limit: math.MaxInt}
+	if c.Key != (policy.Key{}) {
+		lq.Tenant, lq.Model = c.Key.Tenant, c.Key.Model
+	}
+	items, _ := q.List(lq)
+	for _, it := range items {
+		if c.Matches(it.Key) {
+			q.Wake(it.Key)
+		}
+	}
+}
+
+// Close closes the backend (see [Backend.Close]).
+func (q *Queue) Close(ctx context.Context) (Leftover, error) { return q.backend.Close(ctx) }
+
+// Ready reports whether the backend can take and deliver messages.
+func (q *Queue) Ready(ctx context.Context) error { return q.backend.Ready(ctx) }
+
+// IsFull reports whether err says a queue is full.
+func IsFull(err error) (*FullError, bool) {
+	var full *FullError
+	ok := errors.As(err, &full)
+	return full, ok
+}

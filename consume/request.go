@@ -1,0 +1,151 @@
+package consume
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacegate/pacegate/policy"
+)
+
+// Request is one generation request as the gateway submits it: what to
+// send upstream and what the queue needs to know to pace and share it. It
+// is immutable once submitted.
+type Request struct {
+	ID  string     // request id (a UUID): registry key, idempotency key, X-Request-Id upstream
+	Key policy.Key // its bucket
+	// Path is the upstream path, e.g. /v1/chat/completions.
+	Path   string
+	Body   []byte
+	Stream bool
+	// Band is the tenant's priority band for pool capacity (0 = high,
+	// 1 = normal, 2 = low) and Weight its fair-share weight (> 0).
+	Band   int
+	Weight float64
+	// PromptTokens estimates the prompt, charged to the bucket's fair
+	// share when the request starts; the real count replaces it when the
+	// upstream reports usage.
+	PromptTokens int64
+	// MaxBacklog is the bucket's backlog limit (<= 0: none).
+	MaxBacklog int
+	// Submitted is when the request entered its bucket.
+	Submitted time.Time
+}
+
+// EventKind says what an Event carries.
+type EventKind uint8
+
+const (
+	// EventHeader: the upstream answered; Status and Header are set.
+	// It comes first, before any EventChunk or EventBody.
+	EventHeader EventKind = iota
+	// EventChunk: one SSE event's data payload from the upstream, as
+	// received (without the "data: " prefix and the blank line).
+	EventChunk
+	// EventBody: the complete body of a non-streamed response.
+	EventBody
+	// EventError: the request failed; Err says why. Terminal.
+	EventError
+	// EventDone: the upstream finished cleanly. Terminal.
+	EventDone
+)
+
+// Event is one step of a response on its way from the consumer to the
+// waiting HTTP handler.
+type Event struct {
+	Kind   EventKind
+	Status int
+	Header http.Header
+	Data   []byte
+	Err    error
+	// At is when the consumer produced the event (for time-to-first-token).
+	At time.Time
+}
+
+// States of a Pending: it leaves stateQueued exactly once.
+const (
+	stateQueued int32 = iota
+	stateDispatched
+	stateAbandoned
+)
+
+// Pending is a submitted request whose handler waits for its response:
+// the registry entry that the consumer finds by request id. It is safe for
+// concurrent use.
+type Pending struct {
+	Req *Request
+	// Ctx is the client's request context (with the overall timeout). It
+	// is cancelled when the client goes away; the consumer then drops the
+	// request or aborts the upstream call.
+	Ctx context.Context
+
+	seq      uint64 // its entry in the bucket's ledger
+	events   chan Event
+	state    atomic.Int32
+	departed atomic.Bool  // its ledger entry was removed
+	released atomic.Int64 // unix nanos of the release to the upstream
+}
+
+// eventBuffer is the response channel's capacity: enough for a burst of
+// chunks while the handler flushes; the producer blocks (bounded by the
+// client's context) beyond. Kept small: it is allocated for every request.
+const eventBuffer = 16
+
+func newPending(ctx context.Context, req *Request) *Pending {
+	return &Pending{Req: req, Ctx: ctx, events: make(chan Event, eventBuffer)}
+}
+
+// Events is the channel the HTTP handler reads.
+func (p *Pending) Events() <-chan Event { return p.events }
+
+// Send delivers ev to the handler. It blocks while the channel is full and
+// returns the context's error if the client has gone: a chunk is never
+// dropped while someone is listening.
+func (p *Pending) Send(ev Event) error {
+	if ev.At.IsZero() {
+		ev.At = time.Now()
+	}
+	select {
+	case p.events <- ev:
+		return nil
+	case <-p.Ctx.Done():
+		return p.Ctx.Err()
+	}
+}
+
+// claim moves a queued request to dispatched. It returns false if it was
+// dispatched already (a redelivery that must not call the model again) or
+// abandoned by its handler.
+func (p *Pending) claim(at time.Time) bool {
+	if !p.state.CompareAndSwap(stateQueued, stateDispatched) {
+		return false
+	}
+	p.released.Store(at.UnixNano())
+	return true
+}
+
+// Abandon withdraws a request that is still queued, so that the consumer
+// will never dispatch it (e.g. its band's max_wait passed). It returns
+// false once the request has been dispatched: the handler must then wait
+// for its response as usual.
+func (p *Pending) Abandon() bool {
+	return p.state.CompareAndSwap(stateQueued, stateAbandoned)
+}
+
+// Dispatched reports whether the request has been handed to an upstream.
+func (p *Pending) Dispatched() bool { return p.state.Load() == stateDispatched }
+
+// gone reports whether nobody waits for the request any more.
+func (p *Pending) gone() bool {
+	return p.state.Load() == stateAbandoned || p.Ctx.Err() != nil
+}
+
+// ReleasedAt is when the request left its bucket (zero if it has not).
+func (p *Pending) ReleasedAt() time.Time {
+	n := p.released.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}

@@ -1,0 +1,24 @@
+package policy
+
+// SharedRate divides every bucket's base rate from src by n, the number
+// of replicas that share the tenants and pace their own copies of each
+// bucket: n replicas at rate/n release the configured rate in total when
+// a load balancer spreads a tenant evenly, and less, never more, when it
+// does not. n <= 1 returns src itself.
+func SharedRate(src RateSource, n int) RateSource {
+	if n <= 1 {
+		return src
+	}
+	return sharedRate{src: src, n: float64(n)}
+}
+
+type sharedRate struct {
+	src RateSource
+	n   float64
+}
+
+// BaseRate implements [RateSource.BaseRate].
+func (s sharedRate) BaseRate(k Key) (float64, bool) {
+	r, high := s.src.BaseRate(k)
+	return r / s.n, high
+}
