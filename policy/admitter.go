@@ -17,11 +17,10 @@ type Window struct {
 type Ticket struct {
 	key     Key
 	org     string
-	at      time.Time // admission instant (the RPM log entry)
-	win     int64     // the minute the windows were charged in
-	tokens  int64     // tokens reserved
-	charged uint8     // which windows were charged: the charged* bits
-	gw      bool      // the gateway limiter recorded the request
+	win     int64 // the minute the windows were charged in
+	tokens  int64 // tokens reserved
+	charged uint8 // which windows were charged: the charged* bits
+	burst   bool  // a burst token was spent
 }
 
 // Admission is the answer to one [Admitter.Admit]; a plain value. The
@@ -47,10 +46,11 @@ func WithAdmitterClock(c Clock) AdmitterOption { return func(a *Admitter) { a.cl
 // Admitter runs the admission checks in order: the org's fixed-minute
 // RPM and TPM windows, the tenant+model fixed-minute RPM and TPM windows
 // (reserving the estimated tokens, so that concurrent requests cannot
-// overshoot), then the [GatewayLimiter] (RPM sliding log, burst bucket of
-// capacity Burst refilled at RPM/60 per second, or at Rate when RPM is
-// 0). A denial refunds the window reservations made before it in the same
-// call; a gateway RPM slot stays counted, as the seed specifies.
+// overshoot), then the burst check: a [TokenBucket] of capacity Burst
+// refilled at RPM/60 tokens per second, or at Rate when RPM is 0. RPM is
+// checked once, by its fixed window, so a denial's reason, RetryAfter and
+// x-ratelimit headers always agree. A denial refunds every reservation
+// made before it in the same call.
 //
 // Admitter is safe for concurrent use and never starts a goroutine. Make
 // it with [NewAdmitter].
@@ -61,7 +61,7 @@ type Admitter struct {
 	orgTok *FixedWindow
 	req    *FixedWindow
 	tok    *FixedWindow
-	gw     *GatewayLimiter
+	burst  *TokenBucket
 }
 
 // NewAdmitter returns an admitter enforcing t's live limits.
@@ -75,7 +75,7 @@ func NewAdmitter(t *Table, opts ...AdmitterOption) *Admitter {
 	a.orgTok = newReasonWindow(ReasonOrgTPM, c)
 	a.req = newReasonWindow(ReasonRPM, c)
 	a.tok = newReasonWindow(ReasonTPM, c)
-	a.gw = NewGatewayLimiter(GatewayParams{}, c)
+	a.burst = NewTokenBucket(BucketParams{}, c)
 	return a
 }
 
@@ -117,7 +117,7 @@ func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admissio
 		{a.tok, k, lim.TPM, est},
 	}
 	ad := Admission{Allowed: true, Reason: ReasonOK,
-		Ticket: Ticket{key: k, org: tenant.Org, at: now, win: a.req.Window(now), tokens: est}}
+		Ticket: Ticket{key: k, org: tenant.Org, win: a.req.Window(now), tokens: est}}
 	for i := range checks {
 		c := &checks[i]
 		if c.limit <= 0 || c.cost <= 0 {
@@ -137,13 +137,13 @@ func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admissio
 			ad.Tokens = Window{Limit: d.Limit, Remaining: d.Remaining, Reset: d.Reset}
 		}
 	}
-	if gp := gatewayParams(lim); gp.RPM > 0 || gp.Burst > 0 {
-		d, _ := a.gw.TakeAt(now, k, 1, gp)
+	if bp, ok := burstParams(lim); ok {
+		d, _ := a.burst.TakeAt(now, k, 1, bp)
 		if !d.Allowed {
 			a.settle(now, &ad.Ticket)
 			return a.deny(now, k, lim, &checks, d)
 		}
-		ad.Ticket.gw = true
+		ad.Ticket.burst = true
 	}
 	if ad.Tokens == (Window{}) && lim.TPM > 0 { // nothing reserved: report usage
 		ad.Tokens = a.window(now, a.tok, k, lim.TPM)
@@ -151,13 +151,14 @@ func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admissio
 	return ad
 }
 
-// gatewayParams maps a bucket's limits to the seed limiter's.
-func gatewayParams(l Limits) GatewayParams {
+// burstParams returns the burst bucket of a bucket's limits, and false
+// when Burst is 0 (no burst check).
+func burstParams(l Limits) (BucketParams, bool) {
 	refill := float64(l.RPM) / 60
 	if l.RPM <= 0 {
 		refill = l.Rate // no RPM: the burst refills at the release pace
 	}
-	return GatewayParams{RPM: l.RPM, Burst: l.Burst, Refill: refill}
+	return BucketParams{Capacity: float64(l.Burst), Refill: refill}, l.Burst > 0
 }
 
 // deny builds a denial whose RetryAfter is when every check would pass:
@@ -170,8 +171,8 @@ func (a *Admitter) deny(now time.Time, k Key, lim Limits, checks *[4]check, d De
 			wait = max(wait, c.w.WaitAt(now, c.k, c.limit, c.cost))
 		}
 	}
-	if gp := gatewayParams(lim); gp.RPM > 0 || gp.Burst > 0 {
-		wait = max(wait, a.gw.WaitAt(now, k, 1, gp))
+	if bp, ok := burstParams(lim); ok {
+		wait = max(wait, a.burst.WaitAt(now, k, 1, bp))
 	}
 	return Admission{Reason: d.Reason, RetryAfter: wait,
 		Requests: a.window(now, a.req, k, lim.RPM), Tokens: a.window(now, a.tok, k, lim.TPM)}
@@ -208,13 +209,13 @@ func (a *Admitter) Reconcile(t Ticket, actualTokens int64) {
 }
 
 // Refund gives back everything t reserved (the request never reached the
-// model): its request and tokens in windows that are still current, its
-// gateway RPM slot and its burst token.
+// model): its request and tokens in windows that are still current, and
+// its burst token.
 func (a *Admitter) Refund(t Ticket) {
 	now := a.clock.Now()
 	a.settle(now, &t)
-	if t.gw {
-		a.gw.RefundAt(now, t.at, t.key, 1) // RefundAt skips a bucketless key
+	if t.burst {
+		a.burst.RefundAt(now, t.key, 1) // RefundAt skips a forgotten key
 	}
 }
 

@@ -69,8 +69,8 @@ func TestAdmitterWindowsAndHeaders(t *testing.T) {
 	if d.Requests != (Window{100, 99, 45 * time.Second}) || d.Tokens != (Window{500, 300, 45 * time.Second}) {
 		t.Fatalf("windows: %+v %+v", d.Requests, d.Tokens)
 	}
-	if d.Ticket.gw != true {
-		t.Fatal("the gateway limiter was not asked")
+	if d.Ticket.burst {
+		t.Fatal("a burst token was spent with burst 0")
 	}
 }
 
@@ -196,19 +196,30 @@ func TestAdmitterRetryAfterExact(t *testing.T) {
 		}
 		assertRetryExact(t, a, clk, tn, "m", 100, d)
 	})
-	t.Run("sliding log outlasts the fixed window", func(t *testing.T) {
-		// rpm 2: two requests at :58 fill both the minute window and the
-		// sliding log. At :59 the fixed window denies until :00, but the
-		// log holds them until :58 of the next minute.
-		a, clk, tab := newTestAdmitter(t, t0.Add(58*time.Second))
-		tn := tenant(t, tab, "acme")
-		a.Admit(tn, "slow", 1)
-		a.Admit(tn, "slow", 1)
-		clk.Advance(time.Second)
-		d := a.Admit(tn, "slow", 1)
-		if d.Reason != ReasonRPM || d.RetryAfter != 59*time.Second {
-			t.Fatalf("%+v", d)
+}
+
+// TestAdmitterRPMIsOneFixedWindow is issue 11: with rpm 2, two requests
+// at :58 and one at 1:01. rpm is a fixed one-minute window, so the third
+// request starts a new minute and is admitted; the old second RPM check
+// (a sliding log over the same rpm) denied it with RPM_LIMIT while its
+// headers said 2 requests remained and Retry-After said 57 s.
+func TestAdmitterRPMIsOneFixedWindow(t *testing.T) {
+	a, clk, tab := newTestAdmitter(t, t0.Add(58*time.Second))
+	tn := tenant(t, tab, "acme")
+	for i := range 2 {
+		if d := a.Admit(tn, "slow", 1); !d.Allowed {
+			t.Fatalf("request %d at :58 denied: %+v", i, d)
 		}
-		assertRetryExact(t, a, clk, tn, "slow", 1, d)
-	})
+	}
+	clk.Advance(3 * time.Second) // 1:01
+	d := a.Admit(tn, "slow", 1)
+	if !d.Allowed || d.Requests != (Window{2, 1, 59 * time.Second}) {
+		t.Fatalf("first request of the new minute: %+v, want admitted with 1 of 2 remaining", d)
+	}
+	a.Admit(tn, "slow", 1)
+	d = a.Admit(tn, "slow", 1)
+	if d.Allowed || d.Reason != ReasonRPM || d.Requests.Remaining != 0 || d.RetryAfter != d.Requests.Reset {
+		t.Fatalf("third request of the minute: %+v, want RPM_LIMIT with 0 remaining, retry at the reset", d)
+	}
+	assertRetryExact(t, a, clk, tn, "slow", 1, d)
 }

@@ -64,21 +64,11 @@ func BenchmarkPacerAcquireClock(b *testing.B) {
 	parallel(b, func(k Key) { p.AcquireOrSuspend(k, 1) }, func(k Key) { p.AcquireOrSuspend(k, 1) })
 }
 
-// BenchmarkGatewayLimiter measures decisions on existing keys whose RPM
-// log has already grown to its steady-state capacity (in real use it
-// stops growing after a key's first minute): each key is warmed with
-// rpm/2+1 requests a little under a window ago, so the measured calls
-// are first allowed (log push, bucket spend), then RPM denials.
-func BenchmarkGatewayLimiter(b *testing.B) {
-	const rpm = 2048
-	g := NewGatewayLimiter(GatewayParams{})
-	gp := GatewayParams{RPM: rpm, Burst: 1 << 40, Refill: rpm / 60.0}
+func BenchmarkTokenBucket(b *testing.B) {
+	p := BucketParams{Capacity: 1 << 40, Refill: 1}
+	tb := NewTokenBucket(p)
 	now := time.Now()
-	parallel(b, func(k Key) {
-		for range rpm/2 + 1 {
-			g.TakeAt(now.Add(-59*time.Second), k, 1, gp)
-		}
-	}, func(k Key) { g.TakeAt(now, k, 1, gp) })
+	parallel(b, func(k Key) { tb.TakeAt(now, k, 1, p) }, func(k Key) { tb.TakeAt(now, k, 1, p) })
 }
 
 func BenchmarkFixedWindow(b *testing.B) {
