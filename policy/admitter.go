@@ -10,11 +10,11 @@ type Window struct {
 	Reset            time.Duration
 }
 
-// Ticket records what one admitted request reserved, so that
+// Reservation records what one admitted request reserved, so that
 // [Admitter.Reconcile] or [Admitter.Refund] can settle it. It is an
-// opaque value; the zero Ticket settles nothing. Settle each ticket
-// exactly once.
-type Ticket struct {
+// opaque value; the zero Reservation settles nothing. Settle each
+// reservation exactly once.
+type Reservation struct {
 	key     Key
 	org     string
 	win     int64 // the minute the windows were charged in
@@ -30,10 +30,10 @@ type Admission struct {
 	Reason  Reason
 	// RetryAfter is, for a denial, when a retry would pass every check
 	// if nothing else happens meanwhile.
-	RetryAfter time.Duration
-	Requests   Window // the tenant+model RPM window
-	Tokens     Window // the tenant+model TPM window
-	Ticket     Ticket // settle with Reconcile or Refund when Allowed
+	RetryAfter  time.Duration
+	Requests    Window      // the tenant+model RPM window
+	Tokens      Window      // the tenant+model TPM window
+	Reservation Reservation // settle with Reconcile or Refund when Allowed
 }
 
 // AdmitterOption configures an Admitter.
@@ -93,7 +93,7 @@ type check struct {
 	cost  int64
 }
 
-// Bits of Ticket.charged, one per check in admission order.
+// Bits of Reservation.charged, one per check in admission order.
 const (
 	chargedOrgReq = 1 << iota
 	chargedOrgTok
@@ -117,7 +117,7 @@ func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admissio
 		{a.tok, k, lim.TPM, est},
 	}
 	ad := Admission{Allowed: true, Reason: ReasonOK,
-		Ticket: Ticket{key: k, org: tenant.Org, win: a.req.Window(now), tokens: est}}
+		Reservation: Reservation{key: k, org: tenant.Org, win: a.req.Window(now), tokens: est}}
 	for i := range checks {
 		c := &checks[i]
 		if c.limit <= 0 || c.cost <= 0 {
@@ -125,11 +125,11 @@ func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admissio
 		}
 		d, win := c.w.ReserveAt(now, c.k, c.limit, c.cost)
 		if !d.Allowed {
-			a.settle(now, &ad.Ticket)
+			a.settle(now, &ad.Reservation)
 			return a.deny(now, k, lim, &checks, d)
 		}
-		ad.Ticket.charged |= 1 << i
-		ad.Ticket.win = win
+		ad.Reservation.charged |= 1 << i
+		ad.Reservation.win = win
 		switch i { // the tenant windows' headers come free with the charge
 		case 2:
 			ad.Requests = Window{Limit: d.Limit, Remaining: d.Remaining, Reset: d.Reset}
@@ -140,10 +140,10 @@ func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admissio
 	if bp, ok := burstParams(lim); ok {
 		d, _ := a.burst.TakeAt(now, k, 1, bp)
 		if !d.Allowed {
-			a.settle(now, &ad.Ticket)
+			a.settle(now, &ad.Reservation)
 			return a.deny(now, k, lim, &checks, d)
 		}
-		ad.Ticket.burst = true
+		ad.Reservation.burst = true
 	}
 	if ad.Tokens == (Window{}) && lim.TPM > 0 { // nothing reserved: report usage
 		ad.Tokens = a.window(now, a.tok, k, lim.TPM)
@@ -191,7 +191,7 @@ func (a *Admitter) window(now time.Time, w *FixedWindow, k Key, limit int64) Win
 // reservation: in the reservation's window if that is still current,
 // otherwise any excess over the reservation goes to the current window
 // (the old window is gone; the new one pays for what was not reserved).
-func (a *Admitter) Reconcile(t Ticket, actualTokens int64) {
+func (a *Admitter) Reconcile(t Reservation, actualTokens int64) {
 	now := a.clock.Now()
 	actual := max(actualTokens, 0)
 	for _, c := range []struct {
@@ -211,7 +211,7 @@ func (a *Admitter) Reconcile(t Ticket, actualTokens int64) {
 // Refund gives back everything t reserved (the request never reached the
 // model): its request and tokens in windows that are still current, and
 // its burst token.
-func (a *Admitter) Refund(t Ticket) {
+func (a *Admitter) Refund(t Reservation) {
 	now := a.clock.Now()
 	a.settle(now, &t)
 	if t.burst {
@@ -221,7 +221,7 @@ func (a *Admitter) Refund(t Ticket) {
 
 // settle gives back the window reservations recorded in t (used on a
 // denial inside Admit, and by Refund).
-func (a *Admitter) settle(now time.Time, t *Ticket) {
+func (a *Admitter) settle(now time.Time, t *Reservation) {
 	orgKey := Key{Tenant: t.org}
 	if t.charged&chargedOrgReq != 0 {
 		a.orgReq.AdjustAt(now, orgKey, t.win, -1)

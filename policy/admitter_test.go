@@ -69,7 +69,7 @@ func TestAdmitterWindowsAndHeaders(t *testing.T) {
 	if d.Requests != (Window{100, 99, 45 * time.Second}) || d.Tokens != (Window{500, 300, 45 * time.Second}) {
 		t.Fatalf("windows: %+v %+v", d.Requests, d.Tokens)
 	}
-	if d.Ticket.burst {
+	if d.Reservation.burst {
 		t.Fatal("a burst token was spent with burst 0")
 	}
 }
@@ -99,19 +99,19 @@ func TestAdmitterReconcileAndRefund(t *testing.T) {
 	used := func() int64 { c, _ := a.tok.UsageAt(clk.Now(), k); return c }
 
 	d := a.Admit(tn, "m", 300)
-	a.Reconcile(d.Ticket, 100) // same window: charge 100 instead of 300
+	a.Reconcile(d.Reservation, 100) // same window: charge 100 instead of 300
 	if used() != 100 {
 		t.Fatalf("after reconcile in window: %d, want 100", used())
 	}
 	d = a.Admit(tn, "m", 300)
-	clk.Advance(15 * time.Second) // next minute
-	a.Reconcile(d.Ticket, 500)    // the excess over the reservation lands in the new window
+	clk.Advance(15 * time.Second)   // next minute
+	a.Reconcile(d.Reservation, 500) // the excess over the reservation lands in the new window
 	if used() != 200 {
 		t.Fatalf("after reconcile across windows: %d, want 200", used())
 	}
 
 	d = a.Admit(tn, "m", 250)
-	a.Refund(d.Ticket)
+	a.Refund(d.Reservation)
 	if used() != 200 {
 		t.Fatalf("after refund: %d, want 200", used())
 	}
@@ -130,7 +130,7 @@ func TestAdmitterRefundReturnsBurstAndRPMSlot(t *testing.T) {
 	if a.Admit(tn, "burst", 0).Allowed {
 		t.Fatal("third admitted with burst 2")
 	}
-	a.Refund(first.Ticket)
+	a.Refund(first.Reservation)
 	if d := a.Admit(tn, "burst", 0); !d.Allowed {
 		t.Fatalf("refunded burst token not reusable: %+v", d)
 	}

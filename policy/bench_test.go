@@ -87,7 +87,7 @@ func BenchmarkAdmitter(b *testing.B) {
 	}
 	admit := func(k Key) {
 		if d := a.Admit(tenants[k.Tenant], k.Model, 100); d.Allowed {
-			a.Refund(d.Ticket)
+			a.Refund(d.Reservation)
 		}
 	}
 	parallel(b, admit, admit)
