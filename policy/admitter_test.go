@@ -7,30 +7,29 @@ import (
 	"time"
 )
 
-const admitYAML = `
-upstreams: [{url: http://127.0.0.1:8000}]
-defaults: {rate: 100}
-orgs: [{id: corp, rpm: 4, tpm: 100000}]
-tenants:
-  - id: acme
-    org: corp
-    keys: [k1]
-    limits: {rpm: 1000, tpm: 1000}
-    models:
-      burst: {rpm: 60, burst: 2}
-      slow: {rpm: 2}
-  - id: beta
-    org: corp
-    keys: [k2]
-  - id: solo
-    keys: [k3]
-    limits: {rpm: 100, tpm: 500}
-`
+// admitQuotas: org corp (rpm 4, tpm 100000) binds acme (rpm 1000, tpm
+// 1000; model "burst" at rpm 60 with burst 2, model "slow" at rpm 2) and
+// beta (defaults); solo (rpm 100, tpm 500) has no org. The defaults are
+// rate 100 with no caps.
+func admitQuotas(t testing.TB) *Quotas {
+	d := Limits{Rate: 100, Backlog: 1000, MaxWait: 30 * time.Second}
+	acme, solo := d, d
+	acme.RPM, acme.TPM = 1000, 1000
+	solo.RPM, solo.TPM = 100, 500
+	burst, slow := acme, acme
+	burst.RPM, burst.Burst = 60, 2
+	slow.RPM = 2
+	return mustQuotas(t, d, map[string]Limits{"corp": {RPM: 4, TPM: 100000}},
+		TenantSpec{ID: "acme", Org: "corp", Keys: digests("k1"), Limits: acme,
+			Models: map[string]Limits{"burst": burst, "slow": slow}},
+		TenantSpec{ID: "beta", Org: "corp", Keys: digests("k2"), Limits: d},
+		TenantSpec{ID: "solo", Keys: digests("k3"), Limits: solo})
+}
 
 func newTestAdmitter(t *testing.T, at time.Time) (*Admitter, *ManualClock, *Table) {
 	t.Helper()
 	clk := NewManualClock(at)
-	tab := NewTable(quotasFrom(t, admitYAML))
+	tab := NewTable(admitQuotas(t))
 	return NewAdmitter(tab, WithAdmitterClock(clk)), clk, tab
 }
 

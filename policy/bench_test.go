@@ -38,18 +38,10 @@ func parallel(b *testing.B, warm func(Key), decide func(Key)) {
 }
 
 func benchTable(b *testing.B) *Table {
-	f := `
-upstreams: [{url: http://127.0.0.1:8000}]
-defaults: {rpm: 600000, tpm: 100000000, burst: 1000000, rate: 5}
-tenants:
-  - {id: tenant-1, keys: [k1], limits: {rate: 10}}
-`
-	t := &testing.T{}
-	q := quotasFrom(t, f)
-	if q == nil {
-		b.Fatal("config")
-	}
-	return NewTable(q)
+	d := Limits{RPM: 600000, TPM: 100000000, Burst: 1000000, Rate: 5, Backlog: 1000, MaxWait: 30 * time.Second}
+	t1 := d
+	t1.Rate = 10
+	return NewTable(mustQuotas(b, d, nil, TenantSpec{ID: "tenant-1", Keys: digests("k1"), Limits: t1}))
 }
 
 func BenchmarkPacerAcquire(b *testing.B) {

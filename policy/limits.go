@@ -4,7 +4,8 @@ import "time"
 
 // Limits are the effective limits of one bucket (tenant+model). The zero
 // value means: no RPM/TPM/burst cap, and a zero Rate, Backlog and MaxWait
-// (which a config never produces: see [config.DefaultRate]).
+// (a bucket that is never released and holds nothing; a configuration
+// always sets them).
 type Limits struct {
 	RPM   int64 // requests per minute; 0 = no cap
 	TPM   int64 // tokens per minute; 0 = no cap

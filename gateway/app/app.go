@@ -62,7 +62,7 @@ func New(cfg *config.File, opts Options) (*App, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	quotas, err := policy.NewQuotas(cfg)
+	quotas, err := cfg.Quotas()
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func (a *App) config() *config.File {
 // queued requests. Listener, upstream and queue settings need a restart;
 // Reload logs when they changed.
 func (a *App) Reload(cfg *config.File) error {
-	quotas, err := policy.NewQuotas(cfg)
+	quotas, err := cfg.Quotas()
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,8 @@
 // documented on each field, and run [File.Validate]. Environment overrides
 // are applied with [File.ApplyEnv], or in one step with [LoadEnv].
 //
-// The package only describes the file; package policy turns the quota
-// sections into a [policy.Quotas] snapshot.
+// The package describes the file and builds package policy's values from
+// it ([File.Quotas]); policy itself knows nothing of the file.
 package config
 
 import (

@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/pacegate/pacegate/policy"
 )
 
 // FieldError is one validation problem, naming the offending field by its
@@ -23,7 +23,7 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
 
 // MaxNameLen is the longest tenant, org or model name accepted, in bytes.
-const MaxNameLen = 128
+const MaxNameLen = policy.MaxNameLen
 
 // problems collects FieldErrors in the order the checks run, which
 // follows the file.
@@ -308,18 +308,11 @@ func checkName(p *problems, path, name string) bool {
 
 func validName(name string) bool { return nameProblem(name) == "" }
 
-// nameProblem returns why name is unusable as an id or model name, or "".
-// Names end up in queue topic names, logs and headers, hence the limits.
+// nameProblem returns why name is unusable as an id or model name, or ""
+// ([policy.CheckModelName] holds the rule).
 func nameProblem(name string) string {
-	switch {
-	case name == "":
-		return "required"
-	case len(name) > MaxNameLen:
-		return fmt.Sprintf("longer than %d bytes", MaxNameLen)
-	case !utf8.ValidString(name):
-		return "not valid UTF-8"
-	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return fmt.Sprintf("contains a control character: %q", name)
+	if err := policy.CheckModelName(name); err != nil {
+		return err.Error()
 	}
 	return ""
 }
@@ -336,12 +329,6 @@ func nonNegative[T int | int64](p *problems, path string, v *T) {
 	}
 }
 
-// CheckName returns why name is unusable as a tenant, org or model name
-// (empty, over [MaxNameLen] bytes, invalid UTF-8, control characters), or
-// nil.
-func CheckName(name string) error {
-	if msg := nameProblem(name); msg != "" {
-		return errors.New(msg)
-	}
-	return nil
-}
+// CheckName returns why name is unusable as a tenant, org or model name,
+// or nil: it is [policy.CheckModelName].
+func CheckName(name string) error { return policy.CheckModelName(name) }
