@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Limits are the effective limits of one bucket (tenant+model). The zero
 // value means: no RPM/TPM/burst cap, and a zero Rate, Backlog and MaxWait
@@ -20,28 +23,60 @@ type Limits struct {
 // Priority ranks tenants. The zero value is PriorityNormal.
 type Priority uint8
 
-// Priorities.
+// Priorities. The values are not ordered by rank: use [Priority.Band].
 const (
 	PriorityNormal Priority = iota
 	// PriorityHigh tenants keep their pace when a model's column factor
-	// is tightened below 1 (see [Pacer.EffectiveRate]).
+	// is tightened below 1 (see [Pacer.EffectiveRate]), and are served
+	// first when capacity is short.
 	PriorityHigh
+	// PriorityLow tenants are served only when no high or normal tenant
+	// is waiting for capacity.
+	PriorityLow
 )
 
+// NumBands is the number of priority bands: [Priority.Band] is in
+// [0, NumBands).
+const NumBands = 3
+
+// String returns "high", "normal" or "low" (the config's spelling).
 func (p Priority) String() string {
-	if p == PriorityHigh {
+	switch p {
+	case PriorityHigh:
 		return "high"
+	case PriorityLow:
+		return "low"
+	case PriorityNormal:
+		return "normal"
 	}
-	return "normal"
+	return fmt.Sprintf("Priority(%d)", uint8(p))
+}
+
+// Band returns p's rank for capacity, in strict order: 0 for high, 1 for
+// normal, 2 for low. A lower band is always served before a higher one.
+// An unknown Priority (never in a [Quotas]) ranks as normal.
+func (p Priority) Band() int {
+	switch p {
+	case PriorityHigh:
+		return 0
+	case PriorityLow:
+		return 2
+	}
+	return 1
 }
 
 // Tenant is one configured tenant. Tenants are created by [NewQuotas] and
 // are immutable afterwards, so they are safe for concurrent use; the zero
-// value is a tenant with no org and no limits of its own.
+// value is a tenant with no org and no limits of its own, normal priority
+// and a zero Weight.
 type Tenant struct {
 	ID       string
 	Org      string // "" = no org caps
 	Priority Priority
+	// Weight is the tenant's share of capacity against the other tenants
+	// of its band: > 0 in every Tenant of a [Quotas] (default 1). A
+	// Tenant built as a literal has 0: treat it as 1.
+	Weight float64
 
 	limits Limits            // tenant limits over defaults
 	models map[string]Limits // model overrides over limits

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 )
@@ -27,6 +28,7 @@ type TenantSpec struct {
 	ID       string
 	Org      string // "" = no org caps
 	Priority Priority
+	Weight   float64 // share within the priority band; 0 = 1, else finite and > 0
 	// Keys are the SHA-256 digests of the tenant's API keys.
 	Keys   [][32]byte
 	Limits Limits            // the tenant's limits for any model
@@ -39,7 +41,8 @@ type TenantSpec struct {
 // what it keeps, so the arguments may be reused. It checks what the
 // algorithms rely on and returns the first problem: a tenant id, org or
 // model name that [CheckModelName] refuses, a duplicate tenant id, an API
-// key digest used twice, or an unknown priority.
+// key digest used twice, an unknown priority, or a weight that is not a
+// finite number > 0 (0 means the default, 1).
 func NewQuotas(defaults Limits, orgs map[string]Limits, tenants []TenantSpec) (*Quotas, error) {
 	q := &Quotas{
 		defaults: defaults,
@@ -70,15 +73,22 @@ func newTenant(spec *TenantSpec) (*Tenant, error) {
 			return nil, fmt.Errorf("org: %w", err)
 		}
 	}
-	if spec.Priority > PriorityHigh {
+	if spec.Priority >= NumBands {
 		return nil, fmt.Errorf("unknown priority %d", spec.Priority)
+	}
+	w := spec.Weight
+	if w == 0 {
+		w = 1
+	}
+	if !(w > 0) || math.IsInf(w, 1) {
+		return nil, fmt.Errorf("weight %v: must be finite and > 0", spec.Weight)
 	}
 	for _, m := range slices.Sorted(maps.Keys(spec.Models)) {
 		if err := CheckModelName(m); err != nil {
 			return nil, fmt.Errorf("model %q: %w", m, err)
 		}
 	}
-	return &Tenant{ID: spec.ID, Org: spec.Org, Priority: spec.Priority,
+	return &Tenant{ID: spec.ID, Org: spec.Org, Priority: spec.Priority, Weight: w,
 		limits: spec.Limits, models: maps.Clone(spec.Models)}, nil
 }
 

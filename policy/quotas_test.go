@@ -3,6 +3,7 @@ package policy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"testing"
 	"time"
 )
@@ -208,6 +209,9 @@ func TestNewQuotasRejects(t *testing.T) {
 		{"bad model", []TenantSpec{{ID: "a", Models: map[string]Limits{"ok": {}, "": {}}}}, `policy: tenant "a": model "": required`},
 		{"priority", []TenantSpec{{ID: "a", Priority: 9}}, `policy: tenant "a": unknown priority 9`},
 		{"duplicate id", []TenantSpec{ok, {ID: "a"}}, `policy: tenant "a": duplicate tenant id`},
+		{"negative weight", []TenantSpec{{ID: "a", Weight: -1}}, `policy: tenant "a": weight -1: must be finite and > 0`},
+		{"NaN weight", []TenantSpec{{ID: "a", Weight: math.NaN()}}, `policy: tenant "a": weight NaN: must be finite and > 0`},
+		{"infinite weight", []TenantSpec{{ID: "a", Weight: math.Inf(1)}}, `policy: tenant "a": weight +Inf: must be finite and > 0`},
 		{"duplicate key", []TenantSpec{ok, {ID: "b", Keys: digests("k2", "k1")}}, `policy: tenant "b": keys[1]: duplicate API key`},
 	} {
 		if _, err := NewQuotas(Limits{}, nil, c.tenants); err == nil || err.Error() != c.want {
@@ -241,5 +245,32 @@ func TestCheckModelName(t *testing.T) {
 		if got != want {
 			t.Errorf("CheckModelName(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+func TestNewQuotasWeightAndPriority(t *testing.T) {
+	q := mustQuotas(t, Limits{}, nil,
+		TenantSpec{ID: "a"},
+		TenantSpec{ID: "b", Priority: PriorityLow, Weight: 2.5})
+	a, _ := q.Tenant("a")
+	b, _ := q.Tenant("b")
+	if a.Weight != 1 || a.Priority != PriorityNormal || b.Weight != 2.5 || b.Priority != PriorityLow {
+		t.Fatalf("a %+v, b %+v: want weight 1 (the default) normal, 2.5 low", a, b)
+	}
+}
+
+func TestPriorityBands(t *testing.T) {
+	for _, c := range []struct {
+		p    Priority
+		name string
+		band int
+	}{{PriorityHigh, "high", 0}, {PriorityNormal, "normal", 1}, {PriorityLow, "low", 2}, {7, "Priority(7)", 1}} {
+		if c.p.String() != c.name || c.p.Band() != c.band {
+			t.Errorf("%d: String %q Band %d, want %q %d", c.p, c.p.String(), c.p.Band(), c.name, c.band)
+		}
+	}
+	var zero Priority
+	if zero != PriorityNormal || PriorityLow.Band() != NumBands-1 {
+		t.Errorf("zero value %v, low band %d of %d", zero, PriorityLow.Band(), NumBands)
 	}
 }
