@@ -34,11 +34,8 @@ func (f *File) Quotas() (*policy.Quotas, error) {
 // policySpec converts a validated tenant, its limits resolved over
 // defaults.
 func (t *TenantSpec) policySpec(defaults policy.Limits) (policy.TenantSpec, error) {
-	s := policy.TenantSpec{ID: t.ID, Org: t.Org, Limits: resolve(defaults, t.Limits),
-		Models: make(map[string]policy.Limits, len(t.Models))}
-	if t.Priority == PriorityHigh {
-		s.Priority = policy.PriorityHigh
-	}
+	s := policy.TenantSpec{ID: t.ID, Org: t.Org, Priority: priorities[t.Priority], Weight: t.Weight,
+		Limits: resolve(defaults, t.Limits), Models: make(map[string]policy.Limits, len(t.Models))}
 	for m, ms := range t.Models {
 		s.Models[m] = resolve(s.Limits, ms)
 	}

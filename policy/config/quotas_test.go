@@ -28,7 +28,7 @@ func TestFileQuotas(t *testing.T) {
 			t.Errorf("Limits(%v) = %+v, want %+v", c.k, got, c.want)
 		}
 	}
-	if tn, ok := q.Authenticate("sk-acme-1"); !ok || tn.ID != "acme" || tn.Org != "acme-corp" || tn.Priority != policy.PriorityNormal {
+	if tn, ok := q.Authenticate("sk-acme-1"); !ok || tn.ID != "acme" || tn.Org != "acme-corp" || tn.Priority != policy.PriorityNormal || tn.Weight != 1 {
 		t.Errorf("Authenticate(sk-acme-1) = %+v, %v", tn, ok)
 	}
 }
@@ -46,6 +46,9 @@ func TestFileQuotasKeysAndOrgs(t *testing.T) {
 	if tn, ok := q.Authenticate("password"); !ok || tn.ID != "acme" || tn.Priority != policy.PriorityHigh {
 		t.Errorf("Authenticate(password) = %+v, %v", tn, ok)
 	}
+	if tn, ok := q.Authenticate("sk-solo"); !ok || tn.Priority != policy.PriorityLow || tn.Weight != 0.5 {
+		t.Errorf("Authenticate(sk-solo) = %+v, %v; want low priority, weight 0.5", tn, ok)
+	}
 	if o := q.OrgLimits("acme-corp"); o.RPM != 5000 || o.TPM != 1000000 {
 		t.Errorf("OrgLimits = %+v", o)
 	}
@@ -56,5 +59,17 @@ func TestFileQuotasValidates(t *testing.T) {
 	f.SetDefaults()
 	if _, err := f.Quotas(); err == nil || err.Error() != "tenants[0].keys[0]: must not be empty" {
 		t.Fatalf("Quotas() = %v, want the validation error", err)
+	}
+}
+
+func TestBandsMaxWait(t *testing.T) {
+	b := BandsSpec{High: BandSpec{time.Second}, Normal: BandSpec{2 * time.Second}}
+	for _, c := range []struct {
+		p    policy.Priority
+		want time.Duration
+	}{{policy.PriorityHigh, time.Second}, {policy.PriorityNormal, 2 * time.Second}, {policy.PriorityLow, 0}} {
+		if got := b.MaxWait(c.p); got != c.want {
+			t.Errorf("MaxWait(%v) = %v, want %v", c.p, got, c.want)
+		}
 	}
 }
