@@ -162,9 +162,9 @@ func (s *Server) finish(x *exchange, outcome string) {
 		switch {
 		case x.pending == nil || !x.pending.Dispatched():
 			// The request never reached the model: nothing to charge.
-			s.cfg.Admitter.Refund(x.adm.Ticket)
+			s.cfg.Admitter.Refund(x.adm.Reservation)
 		case x.usage >= 0:
-			s.cfg.Admitter.Reconcile(x.adm.Ticket, x.usage)
+			s.cfg.Admitter.Reconcile(x.adm.Reservation, x.usage)
 		}
 		// Otherwise (dispatched, usage unknown) the reservation stands:
 		// the model may have spent up to that much.

@@ -56,7 +56,7 @@ func serve(t *testing.T, body string, script ...consume.Event) *httptest.Respons
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := policy.NewQuotas(f)
+	q, err := f.Quotas()
 	if err != nil {
 		t.Fatal(err)
 	}

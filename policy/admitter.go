@@ -10,18 +10,17 @@ type Window struct {
 	Reset            time.Duration
 }
 
-// Ticket records what one admitted request reserved, so that
+// Reservation records what one admitted request reserved, so that
 // [Admitter.Reconcile] or [Admitter.Refund] can settle it. It is an
-// opaque value; the zero Ticket settles nothing. Settle each ticket
-// exactly once.
-type Ticket struct {
+// opaque value; the zero Reservation settles nothing. Settle each
+// reservation exactly once.
+type Reservation struct {
 	key     Key
 	org     string
-	at      time.Time // admission instant (the RPM log entry)
-	win     int64     // the minute the windows were charged in
-	tokens  int64     // tokens reserved
-	charged uint8     // which windows were charged: the charged* bits
-	gw      bool      // the gateway limiter recorded the request
+	win     int64 // the minute the windows were charged in
+	tokens  int64 // tokens reserved
+	charged uint8 // which windows were charged: the charged* bits
+	burst   bool  // a burst token was spent
 }
 
 // Admission is the answer to one [Admitter.Admit]; a plain value. The
@@ -31,10 +30,10 @@ type Admission struct {
 	Reason  Reason
 	// RetryAfter is, for a denial, when a retry would pass every check
 	// if nothing else happens meanwhile.
-	RetryAfter time.Duration
-	Requests   Window // the tenant+model RPM window
-	Tokens     Window // the tenant+model TPM window
-	Ticket     Ticket // settle with Reconcile or Refund when Allowed
+	RetryAfter  time.Duration
+	Requests    Window      // the tenant+model RPM window
+	Tokens      Window      // the tenant+model TPM window
+	Reservation Reservation // settle with Reconcile or Refund when Allowed
 }
 
 // AdmitterOption configures an Admitter.
@@ -47,10 +46,11 @@ func WithAdmitterClock(c Clock) AdmitterOption { return func(a *Admitter) { a.cl
 // Admitter runs the admission checks in order: the org's fixed-minute
 // RPM and TPM windows, the tenant+model fixed-minute RPM and TPM windows
 // (reserving the estimated tokens, so that concurrent requests cannot
-// overshoot), then the [GatewayLimiter] (RPM sliding log, burst bucket of
-// capacity Burst refilled at RPM/60 per second, or at Rate when RPM is
-// 0). A denial refunds the window reservations made before it in the same
-// call; a gateway RPM slot stays counted, as the seed specifies.
+// overshoot), then the burst check: a [TokenBucket] of capacity Burst
+// refilled at RPM/60 tokens per second, or at Rate when RPM is 0. RPM is
+// checked once, by its fixed window, so a denial's reason, RetryAfter and
+// x-ratelimit headers always agree. A denial refunds every reservation
+// made before it in the same call.
 //
 // Admitter is safe for concurrent use and never starts a goroutine. Make
 // it with [NewAdmitter].
@@ -61,7 +61,7 @@ type Admitter struct {
 	orgTok *FixedWindow
 	req    *FixedWindow
 	tok    *FixedWindow
-	gw     *GatewayLimiter
+	burst  *TokenBucket
 }
 
 // NewAdmitter returns an admitter enforcing t's live limits.
@@ -75,7 +75,7 @@ func NewAdmitter(t *Table, opts ...AdmitterOption) *Admitter {
 	a.orgTok = newReasonWindow(ReasonOrgTPM, c)
 	a.req = newReasonWindow(ReasonRPM, c)
 	a.tok = newReasonWindow(ReasonTPM, c)
-	a.gw = NewGatewayLimiter(GatewayParams{}, c)
+	a.burst = NewTokenBucket(BucketParams{}, c)
 	return a
 }
 
@@ -93,7 +93,7 @@ type check struct {
 	cost  int64
 }
 
-// Bits of Ticket.charged, one per check in admission order.
+// Bits of Reservation.charged, one per check in admission order.
 const (
 	chargedOrgReq = 1 << iota
 	chargedOrgTok
@@ -117,7 +117,7 @@ func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admissio
 		{a.tok, k, lim.TPM, est},
 	}
 	ad := Admission{Allowed: true, Reason: ReasonOK,
-		Ticket: Ticket{key: k, org: tenant.Org, at: now, win: a.req.Window(now), tokens: est}}
+		Reservation: Reservation{key: k, org: tenant.Org, win: a.req.Window(now), tokens: est}}
 	for i := range checks {
 		c := &checks[i]
 		if c.limit <= 0 || c.cost <= 0 {
@@ -125,11 +125,11 @@ func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admissio
 		}
 		d, win := c.w.ReserveAt(now, c.k, c.limit, c.cost)
 		if !d.Allowed {
-			a.settle(now, &ad.Ticket)
+			a.settle(now, &ad.Reservation)
 			return a.deny(now, k, lim, &checks, d)
 		}
-		ad.Ticket.charged |= 1 << i
-		ad.Ticket.win = win
+		ad.Reservation.charged |= 1 << i
+		ad.Reservation.win = win
 		switch i { // the tenant windows' headers come free with the charge
 		case 2:
 			ad.Requests = Window{Limit: d.Limit, Remaining: d.Remaining, Reset: d.Reset}
@@ -137,13 +137,13 @@ func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admissio
 			ad.Tokens = Window{Limit: d.Limit, Remaining: d.Remaining, Reset: d.Reset}
 		}
 	}
-	if gp := gatewayParams(lim); gp.RPM > 0 || gp.Burst > 0 {
-		d, _ := a.gw.TakeAt(now, k, 1, gp)
+	if bp, ok := burstParams(lim); ok {
+		d, _ := a.burst.TakeAt(now, k, 1, bp)
 		if !d.Allowed {
-			a.settle(now, &ad.Ticket)
+			a.settle(now, &ad.Reservation)
 			return a.deny(now, k, lim, &checks, d)
 		}
-		ad.Ticket.gw = true
+		ad.Reservation.burst = true
 	}
 	if ad.Tokens == (Window{}) && lim.TPM > 0 { // nothing reserved: report usage
 		ad.Tokens = a.window(now, a.tok, k, lim.TPM)
@@ -151,13 +151,14 @@ func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admissio
 	return ad
 }
 
-// gatewayParams maps a bucket's limits to the seed limiter's.
-func gatewayParams(l Limits) GatewayParams {
+// burstParams returns the burst bucket of a bucket's limits, and false
+// when Burst is 0 (no burst check).
+func burstParams(l Limits) (BucketParams, bool) {
 	refill := float64(l.RPM) / 60
 	if l.RPM <= 0 {
 		refill = l.Rate // no RPM: the burst refills at the release pace
 	}
-	return GatewayParams{RPM: l.RPM, Burst: l.Burst, Refill: refill}
+	return BucketParams{Capacity: float64(l.Burst), Refill: refill}, l.Burst > 0
 }
 
 // deny builds a denial whose RetryAfter is when every check would pass:
@@ -170,8 +171,8 @@ func (a *Admitter) deny(now time.Time, k Key, lim Limits, checks *[4]check, d De
 			wait = max(wait, c.w.WaitAt(now, c.k, c.limit, c.cost))
 		}
 	}
-	if gp := gatewayParams(lim); gp.RPM > 0 || gp.Burst > 0 {
-		wait = max(wait, a.gw.WaitAt(now, k, 1, gp))
+	if bp, ok := burstParams(lim); ok {
+		wait = max(wait, a.burst.WaitAt(now, k, 1, bp))
 	}
 	return Admission{Reason: d.Reason, RetryAfter: wait,
 		Requests: a.window(now, a.req, k, lim.RPM), Tokens: a.window(now, a.tok, k, lim.TPM)}
@@ -190,7 +191,7 @@ func (a *Admitter) window(now time.Time, w *FixedWindow, k Key, limit int64) Win
 // reservation: in the reservation's window if that is still current,
 // otherwise any excess over the reservation goes to the current window
 // (the old window is gone; the new one pays for what was not reserved).
-func (a *Admitter) Reconcile(t Ticket, actualTokens int64) {
+func (a *Admitter) Reconcile(t Reservation, actualTokens int64) {
 	now := a.clock.Now()
 	actual := max(actualTokens, 0)
 	for _, c := range []struct {
@@ -208,19 +209,19 @@ func (a *Admitter) Reconcile(t Ticket, actualTokens int64) {
 }
 
 // Refund gives back everything t reserved (the request never reached the
-// model): its request and tokens in windows that are still current, its
-// gateway RPM slot and its burst token.
-func (a *Admitter) Refund(t Ticket) {
+// model): its request and tokens in windows that are still current, and
+// its burst token.
+func (a *Admitter) Refund(t Reservation) {
 	now := a.clock.Now()
 	a.settle(now, &t)
-	if t.gw {
-		a.gw.RefundAt(now, t.at, t.key, 1) // RefundAt skips a bucketless key
+	if t.burst {
+		a.burst.RefundAt(now, t.key, 1) // RefundAt skips a forgotten key
 	}
 }
 
 // settle gives back the window reservations recorded in t (used on a
 // denial inside Admit, and by Refund).
-func (a *Admitter) settle(now time.Time, t *Ticket) {
+func (a *Admitter) settle(now time.Time, t *Reservation) {
 	orgKey := Key{Tenant: t.org}
 	if t.charged&chargedOrgReq != 0 {
 		a.orgReq.AdjustAt(now, orgKey, t.win, -1)

@@ -7,30 +7,29 @@ import (
 	"time"
 )
 
-const admitYAML = `
-upstreams: [{url: http://127.0.0.1:8000}]
-defaults: {rate: 100}
-orgs: [{id: corp, rpm: 4, tpm: 100000}]
-tenants:
-  - id: acme
-    org: corp
-    keys: [k1]
-    limits: {rpm: 1000, tpm: 1000}
-    models:
-      burst: {rpm: 60, burst: 2}
-      slow: {rpm: 2}
-  - id: beta
-    org: corp
-    keys: [k2]
-  - id: solo
-    keys: [k3]
-    limits: {rpm: 100, tpm: 500}
-`
+// admitQuotas: org corp (rpm 4, tpm 100000) binds acme (rpm 1000, tpm
+// 1000; model "burst" at rpm 60 with burst 2, model "slow" at rpm 2) and
+// beta (defaults); solo (rpm 100, tpm 500) has no org. The defaults are
+// rate 100 with no caps.
+func admitQuotas(t testing.TB) *Quotas {
+	d := Limits{Rate: 100, Backlog: 1000, MaxWait: 30 * time.Second}
+	acme, solo := d, d
+	acme.RPM, acme.TPM = 1000, 1000
+	solo.RPM, solo.TPM = 100, 500
+	burst, slow := acme, acme
+	burst.RPM, burst.Burst = 60, 2
+	slow.RPM = 2
+	return mustQuotas(t, d, map[string]Limits{"corp": {RPM: 4, TPM: 100000}},
+		TenantSpec{ID: "acme", Org: "corp", Keys: digests("k1"), Limits: acme,
+			Models: map[string]Limits{"burst": burst, "slow": slow}},
+		TenantSpec{ID: "beta", Org: "corp", Keys: digests("k2"), Limits: d},
+		TenantSpec{ID: "solo", Keys: digests("k3"), Limits: solo})
+}
 
 func newTestAdmitter(t *testing.T, at time.Time) (*Admitter, *ManualClock, *Table) {
 	t.Helper()
 	clk := NewManualClock(at)
-	tab := NewTable(quotasFrom(t, admitYAML))
+	tab := NewTable(admitQuotas(t))
 	return NewAdmitter(tab, WithAdmitterClock(clk)), clk, tab
 }
 
@@ -69,8 +68,8 @@ func TestAdmitterWindowsAndHeaders(t *testing.T) {
 	if d.Requests != (Window{100, 99, 45 * time.Second}) || d.Tokens != (Window{500, 300, 45 * time.Second}) {
 		t.Fatalf("windows: %+v %+v", d.Requests, d.Tokens)
 	}
-	if d.Ticket.gw != true {
-		t.Fatal("the gateway limiter was not asked")
+	if d.Reservation.burst {
+		t.Fatal("a burst token was spent with burst 0")
 	}
 }
 
@@ -99,19 +98,19 @@ func TestAdmitterReconcileAndRefund(t *testing.T) {
 	used := func() int64 { c, _ := a.tok.UsageAt(clk.Now(), k); return c }
 
 	d := a.Admit(tn, "m", 300)
-	a.Reconcile(d.Ticket, 100) // same window: charge 100 instead of 300
+	a.Reconcile(d.Reservation, 100) // same window: charge 100 instead of 300
 	if used() != 100 {
 		t.Fatalf("after reconcile in window: %d, want 100", used())
 	}
 	d = a.Admit(tn, "m", 300)
-	clk.Advance(15 * time.Second) // next minute
-	a.Reconcile(d.Ticket, 500)    // the excess over the reservation lands in the new window
+	clk.Advance(15 * time.Second)   // next minute
+	a.Reconcile(d.Reservation, 500) // the excess over the reservation lands in the new window
 	if used() != 200 {
 		t.Fatalf("after reconcile across windows: %d, want 200", used())
 	}
 
 	d = a.Admit(tn, "m", 250)
-	a.Refund(d.Ticket)
+	a.Refund(d.Reservation)
 	if used() != 200 {
 		t.Fatalf("after refund: %d, want 200", used())
 	}
@@ -130,7 +129,7 @@ func TestAdmitterRefundReturnsBurstAndRPMSlot(t *testing.T) {
 	if a.Admit(tn, "burst", 0).Allowed {
 		t.Fatal("third admitted with burst 2")
 	}
-	a.Refund(first.Ticket)
+	a.Refund(first.Reservation)
 	if d := a.Admit(tn, "burst", 0); !d.Allowed {
 		t.Fatalf("refunded burst token not reusable: %+v", d)
 	}
@@ -196,19 +195,30 @@ func TestAdmitterRetryAfterExact(t *testing.T) {
 		}
 		assertRetryExact(t, a, clk, tn, "m", 100, d)
 	})
-	t.Run("sliding log outlasts the fixed window", func(t *testing.T) {
-		// rpm 2: two requests at :58 fill both the minute window and the
-		// sliding log. At :59 the fixed window denies until :00, but the
-		// log holds them until :58 of the next minute.
-		a, clk, tab := newTestAdmitter(t, t0.Add(58*time.Second))
-		tn := tenant(t, tab, "acme")
-		a.Admit(tn, "slow", 1)
-		a.Admit(tn, "slow", 1)
-		clk.Advance(time.Second)
-		d := a.Admit(tn, "slow", 1)
-		if d.Reason != ReasonRPM || d.RetryAfter != 59*time.Second {
-			t.Fatalf("%+v", d)
+}
+
+// TestAdmitterRPMIsOneFixedWindow is issue 11: with rpm 2, two requests
+// at :58 and one at 1:01. rpm is a fixed one-minute window, so the third
+// request starts a new minute and is admitted; the old second RPM check
+// (a sliding log over the same rpm) denied it with RPM_LIMIT while its
+// headers said 2 requests remained and Retry-After said 57 s.
+func TestAdmitterRPMIsOneFixedWindow(t *testing.T) {
+	a, clk, tab := newTestAdmitter(t, t0.Add(58*time.Second))
+	tn := tenant(t, tab, "acme")
+	for i := range 2 {
+		if d := a.Admit(tn, "slow", 1); !d.Allowed {
+			t.Fatalf("request %d at :58 denied: %+v", i, d)
 		}
-		assertRetryExact(t, a, clk, tn, "slow", 1, d)
-	})
+	}
+	clk.Advance(3 * time.Second) // 1:01
+	d := a.Admit(tn, "slow", 1)
+	if !d.Allowed || d.Requests != (Window{2, 1, 59 * time.Second}) {
+		t.Fatalf("first request of the new minute: %+v, want admitted with 1 of 2 remaining", d)
+	}
+	a.Admit(tn, "slow", 1)
+	d = a.Admit(tn, "slow", 1)
+	if d.Allowed || d.Reason != ReasonRPM || d.Requests.Remaining != 0 || d.RetryAfter != d.Requests.Reset {
+		t.Fatalf("third request of the minute: %+v, want RPM_LIMIT with 0 remaining, retry at the reset", d)
+	}
+	assertRetryExact(t, a, clk, tn, "slow", 1, d)
 }

@@ -38,18 +38,10 @@ func parallel(b *testing.B, warm func(Key), decide func(Key)) {
 }
 
 func benchTable(b *testing.B) *Table {
-	f := `
-upstreams: [{url: http://127.0.0.1:8000}]
-defaults: {rpm: 600000, tpm: 100000000, burst: 1000000, rate: 5}
-tenants:
-  - {id: tenant-1, keys: [k1], limits: {rate: 10}}
-`
-	t := &testing.T{}
-	q := quotasFrom(t, f)
-	if q == nil {
-		b.Fatal("config")
-	}
-	return NewTable(q)
+	d := Limits{RPM: 600000, TPM: 100000000, Burst: 1000000, Rate: 5, Backlog: 1000, MaxWait: 30 * time.Second}
+	t1 := d
+	t1.Rate = 10
+	return NewTable(mustQuotas(b, d, nil, TenantSpec{ID: "tenant-1", Keys: digests("k1"), Limits: t1}))
 }
 
 func BenchmarkPacerAcquire(b *testing.B) {
@@ -64,21 +56,11 @@ func BenchmarkPacerAcquireClock(b *testing.B) {
 	parallel(b, func(k Key) { p.AcquireOrSuspend(k, 1) }, func(k Key) { p.AcquireOrSuspend(k, 1) })
 }
 
-// BenchmarkGatewayLimiter measures decisions on existing keys whose RPM
-// log has already grown to its steady-state capacity (in real use it
-// stops growing after a key's first minute): each key is warmed with
-// rpm/2+1 requests a little under a window ago, so the measured calls
-// are first allowed (log push, bucket spend), then RPM denials.
-func BenchmarkGatewayLimiter(b *testing.B) {
-	const rpm = 2048
-	g := NewGatewayLimiter(GatewayParams{})
-	gp := GatewayParams{RPM: rpm, Burst: 1 << 40, Refill: rpm / 60.0}
+func BenchmarkTokenBucket(b *testing.B) {
+	p := BucketParams{Capacity: 1 << 40, Refill: 1}
+	tb := NewTokenBucket(p)
 	now := time.Now()
-	parallel(b, func(k Key) {
-		for range rpm/2 + 1 {
-			g.TakeAt(now.Add(-59*time.Second), k, 1, gp)
-		}
-	}, func(k Key) { g.TakeAt(now, k, 1, gp) })
+	parallel(b, func(k Key) { tb.TakeAt(now, k, 1, p) }, func(k Key) { tb.TakeAt(now, k, 1, p) })
 }
 
 func BenchmarkFixedWindow(b *testing.B) {
@@ -97,7 +79,7 @@ func BenchmarkAdmitter(b *testing.B) {
 	}
 	admit := func(k Key) {
 		if d := a.Admit(tenants[k.Tenant], k.Model, 100); d.Allowed {
-			a.Refund(d.Ticket)
+			a.Refund(d.Reservation)
 		}
 	}
 	parallel(b, admit, admit)

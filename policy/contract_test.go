@@ -33,12 +33,8 @@ var algorithms = []struct {
 	new   func(Clock) Limiter
 }{
 	{"FixedWindow", 3, func(c Clock) Limiter { return NewFixedWindow(time.Minute, 3, WithClock(c)) }},
-	{"SlidingWindowLog", 3, func(c Clock) Limiter { return NewSlidingWindowLog(time.Minute, 3, WithClock(c)) }},
 	{"TokenBucket", 3, func(c Clock) Limiter {
 		return NewTokenBucket(BucketParams{Capacity: 3, Refill: 3.0 / 60}, WithClock(c))
-	}},
-	{"GatewayLimiter", 3, func(c Clock) Limiter {
-		return NewGatewayLimiter(GatewayParams{RPM: 3, Burst: 3, Refill: 3.0 / 60}, WithClock(c))
 	}},
 	{"Pacer", 1, func(c Clock) Limiter { return pacerLimiter{NewPacer(constRate(3.0/60), WithPacerClock(c))} }},
 }
@@ -153,19 +149,19 @@ func contractFlood(t *testing.T, clk *ManualClock, l Limiter, burst int) {
 	}
 }
 
-// TestGatewayLimiterFlood is the seed's flood: 80 goroutines on one
-// tenant with burst 50 get exactly 50 admissions, and the 30 BURST_LIMIT
-// denials keep their RPM slots.
-func TestGatewayLimiterFlood(t *testing.T) {
+// TestTokenBucketFlood: 80 goroutines on one key with a burst of 50 get
+// exactly 50 tokens; the 30 denials are BURST_LIMIT and spend nothing.
+func TestTokenBucketFlood(t *testing.T) {
 	clk := NewManualClock(t0)
-	g := NewGatewayLimiter(GatewayParams{RPM: 1000, Burst: 50, Refill: 1000.0 / 60}, WithClock(clk))
+	p := BucketParams{Capacity: 50, Refill: 1000.0 / 60}
+	b := NewTokenBucket(p, WithClock(clk))
 	var allowed, burstDenied atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for range 80 {
 		wg.Go(func() {
 			<-start
-			d, err := g.TakeAt(clk.Now(), kA, 1, g.params)
+			d, err := b.TakeAt(clk.Now(), kA, 1, p)
 			switch {
 			case err != nil:
 				t.Error(err)
@@ -181,23 +177,28 @@ func TestGatewayLimiterFlood(t *testing.T) {
 	if allowed.Load() != 50 || burstDenied.Load() != 30 {
 		t.Fatalf("allowed %d, BURST_LIMIT %d; want 50 and 30", allowed.Load(), burstDenied.Load())
 	}
-	// All 80 calls were recorded in the RPM log: 920 remain.
-	sh, h := g.keys.lock(kA)
-	n := sh.get(&g.keys, kA, h, int64(clk.Now().Sub(g.epoch))).log.n
-	sh.mu.Unlock()
-	if n != 80 {
-		t.Fatalf("RPM log holds %d entries, want 80 (burst denials stay counted)", n)
+	if w := b.WaitAt(clk.Now(), kA, 1, p); w != 60*time.Millisecond {
+		t.Fatalf("WaitAt after the flood = %v, want 60ms (one token at 1000/60 per s)", w)
 	}
 }
 
-func TestGatewayLimiterInvalidCost(t *testing.T) {
-	g := NewGatewayLimiter(GatewayParams{RPM: 10, Burst: 5, Refill: 1})
-	for _, c := range []float64{0, -3} {
-		if _, err := g.TakeAt(t0, kA, c, g.params); err != ErrInvalidCost {
-			t.Errorf("cost %v: err = %v, want ErrInvalidCost", c, err)
-		}
+func TestTokenBucketRefundAndWait(t *testing.T) {
+	p := BucketParams{Capacity: 2, Refill: 1}
+	b := NewTokenBucket(p)
+	if w := b.WaitAt(t0, kA, 1, p); w != 0 || b.Len() != 0 {
+		t.Fatalf("WaitAt of a key not held = %v (Len %d), want 0 and no state", w, b.Len())
 	}
-	if g.Len() != 0 {
-		t.Fatalf("an invalid call created state: Len = %d", g.Len())
+	b.TakeAt(t0, kA, 1, p)
+	b.TakeAt(t0, kA, 1, p)
+	if w := b.WaitAt(t0, kA, 1, p); w != time.Second {
+		t.Fatalf("WaitAt of an empty bucket = %v, want 1s", w)
+	}
+	b.RefundAt(t0, kA, 1)
+	if d, _ := b.TakeAt(t0, kA, 1, p); !d.Allowed {
+		t.Fatalf("refunded token not spendable: %+v", d)
+	}
+	b.RefundAt(t0.Add(time.Hour), kA, 5) // capped at the capacity
+	if d, _ := b.TakeAt(t0.Add(time.Hour), kA, 3, p); d.Allowed {
+		t.Fatalf("a refund overfilled the bucket: %+v", d)
 	}
 }

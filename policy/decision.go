@@ -44,8 +44,8 @@ type Decision struct {
 var ErrInvalidCost = errors.New("policy: cost must be > 0")
 
 // Limiter is the fixed-parameter, one-request form that every algorithm
-// offers ([FixedWindow], [SlidingWindowLog], [TokenBucket],
-// [GatewayLimiter]); the contract test suite runs through it.
+// offers ([FixedWindow], [TokenBucket]); the contract test suite runs
+// through it.
 type Limiter interface {
 	// Allow is AllowAt at the limiter's clock.
 	Allow(k Key) Decision

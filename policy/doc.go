@@ -1,12 +1,12 @@
 // Package policy decides when pacegate lets a request in and when it
 // releases it to the model pool.
 //
-// Throttling is layered, as in the Model Studio gateway design: hard caps
-// are fixed windows ([FixedWindow]) per tenant+model and per org, a
-// per-tenant+model burst check is the seed limiter ([GatewayLimiter]: an
-// exact [SlidingWindowLog] for RPM, then a [TokenBucket] for burst), and
-// admitted requests are then released at a constant pace by a leaky-bucket
-// [Pacer] whose rate is base(tenant, model) × factor(model) × factor(global).
+// Throttling is layered: hard caps are fixed one-minute windows
+// ([FixedWindow]) per tenant+model and per org, the per-tenant+model burst
+// check is a [TokenBucket] (capacity Burst, refilled at RPM/60 per second
+// or at Rate without an RPM cap), and admitted requests are then released
+// at a constant pace by a leaky-bucket [Pacer] whose rate is
+// base(tenant, model) × factor(model) × factor(global).
 // [Admitter] composes the admission checks; [Quotas] and [Table] hold the
 // configured and live limits.
 //

@@ -2,11 +2,12 @@ package policy
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strings"
-
-	"github.com/pacegate/pacegate/policy/config"
 )
 
 // Quotas is the quota model of one configuration snapshot: tenants, their
@@ -20,68 +21,91 @@ type Quotas struct {
 	orgs     map[string]Limits
 }
 
-// NewQuotas builds the quota model from a parsed file. It validates f
-// first, so a File built in code gets the same checks as a parsed one
-// (call [config.File.SetDefaults] on it first).
-func NewQuotas(f *config.File) (*Quotas, error) {
-	if err := f.Validate(); err != nil {
-		return nil, err
-	}
+// TenantSpec describes one tenant for [NewQuotas] in plain values: its
+// limits are already resolved (a field the tenant does not set holds the
+// default's value), so policy never needs to know how a file spells them.
+type TenantSpec struct {
+	ID       string
+	Org      string // "" = no org caps
+	Priority Priority
+	Weight   float64 // share within the priority band; 0 = 1, else finite and > 0
+	// Keys are the SHA-256 digests of the tenant's API keys.
+	Keys   [][32]byte
+	Limits Limits            // the tenant's limits for any model
+	Models map[string]Limits // per-model limits, replacing Limits
+}
+
+// NewQuotas builds the quota model from plain values: defaults for
+// buckets of unknown tenants, org caps (only RPM and TPM count; an org a
+// tenant names but orgs lacks has no caps), and the tenants. It copies
+// what it keeps, so the arguments may be reused. It checks what the
+// algorithms rely on and returns the first problem: a tenant id, org or
+// model name that [CheckModelName] refuses, a duplicate tenant id, an API
+// key digest used twice, an unknown priority, or a weight that is not a
+// finite number > 0 (0 means the default, 1).
+func NewQuotas(defaults Limits, orgs map[string]Limits, tenants []TenantSpec) (*Quotas, error) {
 	q := &Quotas{
-		defaults: resolve(Limits{}, f.Defaults),
-		tenants:  make(map[string]*Tenant, len(f.Tenants)),
+		defaults: defaults,
+		tenants:  make(map[string]*Tenant, len(tenants)),
 		byDigest: map[[32]byte]*Tenant{},
-		orgs:     make(map[string]Limits, len(f.Orgs)),
+		orgs:     maps.Clone(orgs),
 	}
-	for _, o := range f.Orgs {
-		q.orgs[o.ID] = Limits{RPM: o.RPM, TPM: o.TPM}
-	}
-	for i := range f.Tenants {
-		spec := &f.Tenants[i]
-		t := &Tenant{ID: spec.ID, Org: spec.Org, Weight: 1, limits: resolve(q.defaults, spec.Limits)}
-		if spec.Priority == config.PriorityHigh {
-			t.Priority = PriorityHigh
+	for i := range tenants {
+		t, err := newTenant(&tenants[i])
+		if err != nil {
+			return nil, fmt.Errorf("policy: tenant %q: %w", tenants[i].ID, err)
 		}
-		t.models = make(map[string]Limits, len(spec.Models))
-		for m, ms := range spec.Models {
-			t.models[m] = resolve(t.limits, ms)
+		if err := q.add(t, tenants[i].Keys); err != nil {
+			return nil, fmt.Errorf("policy: tenant %q: %w", t.ID, err)
 		}
-		for _, k := range spec.Keys {
-			d, err := config.KeyDigest(k)
-			if err != nil { // Validate has caught this already
-				return nil, fmt.Errorf("tenants[%d]: %w", i, err)
-			}
-			q.byDigest[d] = t
-		}
-		q.tenants[t.ID] = t
-		q.sorted = append(q.sorted, t)
 	}
 	slices.SortFunc(q.sorted, func(a, b *Tenant) int { return strings.Compare(a.ID, b.ID) })
 	return q, nil
 }
 
-// resolve overlays the fields set in spec on base.
-func resolve(base Limits, spec config.LimitsSpec) Limits {
-	l := base
-	if spec.RPM != nil {
-		l.RPM = *spec.RPM
+// newTenant checks spec and returns its Tenant.
+func newTenant(spec *TenantSpec) (*Tenant, error) {
+	if err := CheckModelName(spec.ID); err != nil {
+		return nil, fmt.Errorf("id: %w", err)
 	}
-	if spec.TPM != nil {
-		l.TPM = *spec.TPM
+	if spec.Org != "" {
+		if err := CheckModelName(spec.Org); err != nil {
+			return nil, fmt.Errorf("org: %w", err)
+		}
 	}
-	if spec.Burst != nil {
-		l.Burst = *spec.Burst
+	if spec.Priority >= NumBands {
+		return nil, fmt.Errorf("unknown priority %d", spec.Priority)
 	}
-	if spec.Rate != nil {
-		l.Rate = *spec.Rate
+	w := spec.Weight
+	if w == 0 {
+		w = 1
 	}
-	if spec.Backlog != nil {
-		l.Backlog = *spec.Backlog
+	if !(w > 0) || math.IsInf(w, 1) {
+		return nil, fmt.Errorf("weight %v: must be finite and > 0", spec.Weight)
 	}
-	if spec.MaxWait != nil {
-		l.MaxWait = *spec.MaxWait
+	for _, m := range slices.Sorted(maps.Keys(spec.Models)) {
+		if err := CheckModelName(m); err != nil {
+			return nil, fmt.Errorf("model %q: %w", m, err)
+		}
 	}
-	return l
+	return &Tenant{ID: spec.ID, Org: spec.Org, Priority: spec.Priority, Weight: w,
+		limits: spec.Limits, models: maps.Clone(spec.Models)}, nil
+}
+
+// add indexes t by id and by each key digest.
+func (q *Quotas) add(t *Tenant, keys [][32]byte) error {
+	if _, dup := q.tenants[t.ID]; dup {
+		return errors.New("duplicate tenant id")
+	}
+	for j, d := range keys {
+		if _, dup := q.byDigest[d]; dup {
+			return fmt.Errorf("keys[%d]: duplicate API key", j)
+		}
+		q.byDigest[d] = t
+	}
+	q.tenants[t.ID] = t
+	q.sorted = append(q.sorted, t)
+	return nil
 }
 
 // Authenticate returns the tenant owning apiKey. Keys are looked up by

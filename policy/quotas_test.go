@@ -3,48 +3,50 @@ package policy
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
+	"math"
 	"testing"
 	"time"
-
-	"github.com/pacegate/pacegate/policy/config"
 )
 
-const minimalYAML = `
-listen: "127.0.0.1:8080"
-upstreams:
-  - url: http://127.0.0.1:8000
-defaults: {rpm: 600, tpm: 200000, burst: 20, rate: 5, backlog: 1000, max_wait: 30s}
-orgs: [{id: acme-corp, rpm: 3, tpm: 1000}]
-tenants:
-  - id: acme
-    org: acme-corp
-    keys: ["sk-acme-1"]
-    limits: {rate: 10}
-    models:
-      llama-3-8b: {rpm: 1200, rate: 20}
-  - id: beta
-    org: acme-corp
-    priority: high
-    keys: ["sha256:%s"]
-`
-
-func quotasFrom(t *testing.T, yaml string) *Quotas {
-	t.Helper()
-	f, err := config.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
+// digests returns the SHA-256 digests of API keys.
+func digests(keys ...string) [][32]byte {
+	ds := make([][32]byte, len(keys))
+	for i, k := range keys {
+		ds[i] = sha256.Sum256([]byte(k))
 	}
-	q, err := NewQuotas(f)
+	return ds
+}
+
+func mustQuotas(t testing.TB, defaults Limits, orgs map[string]Limits, tenants ...TenantSpec) *Quotas {
+	t.Helper()
+	q, err := NewQuotas(defaults, orgs, tenants)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return q
 }
 
+// minimalDefaults: rpm 600, tpm 200000, burst 20, rate 5, backlog 1000,
+// max_wait 30s.
+var minimalDefaults = Limits{600, 200000, 20, 5, 1000, 30 * time.Second}
+
+// with returns l with Rate and, when rpm > 0, RPM replaced.
+func with(l Limits, rpm int64, rate float64) Limits {
+	if rpm > 0 {
+		l.RPM = rpm
+	}
+	l.Rate = rate
+	return l
+}
+
+// minimalQuotas: acme (org acme-corp, rate 10, llama-3-8b at rpm 1200
+// and rate 20) and beta (high priority, key given as a digest).
 func minimalQuotas(t *testing.T) *Quotas {
-	sum := sha256.Sum256([]byte("sk-beta"))
-	return quotasFrom(t, fmt.Sprintf(minimalYAML, hex.EncodeToString(sum[:])))
+	acme := with(minimalDefaults, 0, 10)
+	return mustQuotas(t, minimalDefaults, map[string]Limits{"acme-corp": {RPM: 3, TPM: 1000}},
+		TenantSpec{ID: "acme", Org: "acme-corp", Keys: digests("sk-acme-1"), Limits: acme,
+			Models: map[string]Limits{"llama-3-8b": with(acme, 1200, 20)}},
+		TenantSpec{ID: "beta", Org: "acme-corp", Priority: PriorityHigh, Keys: digests("sk-beta"), Limits: minimalDefaults})
 }
 
 func TestQuotasLimitsPrecedence(t *testing.T) {
@@ -146,34 +148,25 @@ func TestTableOverrides(t *testing.T) {
 }
 
 func TestTableReloadOverrideSurvival(t *testing.T) {
-	const v1 = `
-upstreams: [{url: http://127.0.0.1:8000}]
-defaults: {rpm: 600, rate: 5}
-tenants:
-  - id: acme
-    keys: [k1]
-    limits: {rate: 10, burst: 3}
-    models:
-      m: {rpm: 100}
-  - id: gone
-    keys: [k2]
-`
-	const v2 = `
-upstreams: [{url: http://127.0.0.1:8000}]
-defaults: {rpm: 600, rate: 5}
-tenants:
-  - id: acme
-    keys: [k1]
-    limits: {rate: 12, burst: 3}
-    models:
-      m: {rpm: 100}
-`
-	tab := NewTable(quotasFrom(t, v1))
+	defaults := Limits{RPM: 600, Rate: 5, Backlog: 1000, MaxWait: 30 * time.Second}
+	version := func(rate float64, gone bool) *Quotas {
+		acme := defaults
+		acme.Rate, acme.Burst = rate, 3
+		m := acme
+		m.RPM = 100
+		ts := []TenantSpec{{ID: "acme", Keys: digests("k1"), Limits: acme, Models: map[string]Limits{"m": m}}}
+		if gone {
+			ts = append(ts, TenantSpec{ID: "gone", Keys: digests("k2"), Limits: defaults})
+		}
+		return mustQuotas(t, defaults, nil, ts...)
+	}
+	v1, v2 := version(10, true), version(12, false)
+	tab := NewTable(v1)
 	k := Key{"acme", "m"}
 	must(t, tab.SetBucketOverride(k, Override{Rate: ptr(50.0), RPM: ptr(int64(7))}))
 	must(t, tab.SetTenantOverride("acme", Override{Rate: ptr(40.0), Burst: ptr(int64(9))}))
 	must(t, tab.SetTenantOverride("gone", Override{Rate: ptr(1.0)}))
-	tab.Reload(quotasFrom(t, v2))
+	tab.Reload(v2)
 	b, tn := tab.Overrides()
 	// rate changed in config (10 -> 12): both rate overrides yield;
 	// rpm and burst did not change: their overrides survive.
@@ -191,7 +184,7 @@ tenants:
 	}
 	// An override whose every field yields disappears.
 	must(t, tab.SetBucketOverride(k, Override{Rate: ptr(50.0)}))
-	tab.Reload(quotasFrom(t, v1))
+	tab.Reload(v1)
 	if b, _ := tab.Overrides(); len(b) != 0 {
 		t.Errorf("emptied override kept: %v", b)
 	}
@@ -201,5 +194,83 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestNewQuotasRejects(t *testing.T) {
+	ok := TenantSpec{ID: "a", Keys: digests("k1")}
+	for _, c := range []struct {
+		name    string
+		tenants []TenantSpec
+		want    string
+	}{
+		{"empty id", []TenantSpec{{}}, `policy: tenant "": id: required`},
+		{"bad org", []TenantSpec{{ID: "a", Org: "x\ny"}}, `policy: tenant "a": org: contains a control character: "x\ny"`},
+		{"bad model", []TenantSpec{{ID: "a", Models: map[string]Limits{"ok": {}, "": {}}}}, `policy: tenant "a": model "": required`},
+		{"priority", []TenantSpec{{ID: "a", Priority: 9}}, `policy: tenant "a": unknown priority 9`},
+		{"duplicate id", []TenantSpec{ok, {ID: "a"}}, `policy: tenant "a": duplicate tenant id`},
+		{"negative weight", []TenantSpec{{ID: "a", Weight: -1}}, `policy: tenant "a": weight -1: must be finite and > 0`},
+		{"NaN weight", []TenantSpec{{ID: "a", Weight: math.NaN()}}, `policy: tenant "a": weight NaN: must be finite and > 0`},
+		{"infinite weight", []TenantSpec{{ID: "a", Weight: math.Inf(1)}}, `policy: tenant "a": weight +Inf: must be finite and > 0`},
+		{"duplicate key", []TenantSpec{ok, {ID: "b", Keys: digests("k2", "k1")}}, `policy: tenant "b": keys[1]: duplicate API key`},
+	} {
+		if _, err := NewQuotas(Limits{}, nil, c.tenants); err == nil || err.Error() != c.want {
+			t.Errorf("%s: err = %v, want %s", c.name, err, c.want)
+		}
+	}
+}
+
+func TestNewQuotasCopiesItsArguments(t *testing.T) {
+	orgs := map[string]Limits{"o": {RPM: 1}}
+	models := map[string]Limits{"m": {RPM: 2}}
+	q := mustQuotas(t, Limits{}, orgs, TenantSpec{ID: "a", Org: "o", Models: models})
+	orgs["o"], models["m"] = Limits{RPM: 10}, Limits{RPM: 20}
+	if q.OrgLimits("o").RPM != 1 || q.Limits(Key{"a", "m"}).RPM != 2 {
+		t.Fatalf("Quotas changed with its arguments: org %+v, model %+v", q.OrgLimits("o"), q.Limits(Key{"a", "m"}))
+	}
+}
+
+func TestCheckModelName(t *testing.T) {
+	for name, want := range map[string]string{
+		"meta-llama/Llama-3-8B":            "",
+		"":                                 "required",
+		string(make([]byte, MaxNameLen+1)): "longer than 128 bytes",
+		"\xff":                             "not valid UTF-8",
+		"a\tb":                             `contains a control character: "a\tb"`,
+	} {
+		got := ""
+		if err := CheckModelName(name); err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("CheckModelName(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestNewQuotasWeightAndPriority(t *testing.T) {
+	q := mustQuotas(t, Limits{}, nil,
+		TenantSpec{ID: "a"},
+		TenantSpec{ID: "b", Priority: PriorityLow, Weight: 2.5})
+	a, _ := q.Tenant("a")
+	b, _ := q.Tenant("b")
+	if a.Weight != 1 || a.Priority != PriorityNormal || b.Weight != 2.5 || b.Priority != PriorityLow {
+		t.Fatalf("a %+v, b %+v: want weight 1 (the default) normal, 2.5 low", a, b)
+	}
+}
+
+func TestPriorityBands(t *testing.T) {
+	for _, c := range []struct {
+		p    Priority
+		name string
+		band int
+	}{{PriorityHigh, "high", 0}, {PriorityNormal, "normal", 1}, {PriorityLow, "low", 2}, {7, "Priority(7)", 1}} {
+		if c.p.String() != c.name || c.p.Band() != c.band {
+			t.Errorf("%d: String %q Band %d, want %q %d", c.p, c.p.String(), c.p.Band(), c.name, c.band)
+		}
+	}
+	var zero Priority
+	if zero != PriorityNormal || PriorityLow.Band() != NumBands-1 {
+		t.Errorf("zero value %v, low band %d of %d", zero, PriorityLow.Band(), NumBands)
 	}
 }

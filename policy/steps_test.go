@@ -76,22 +76,6 @@ func TestFixedWindowReserveAdjust(t *testing.T) {
 	}
 }
 
-func TestSlidingWindowLogSteps(t *testing.T) {
-	l := NewSlidingWindowLog(time.Minute, 3, WithClock(NewManualClock(t0)))
-	run(t, func(now time.Time) Decision { return l.AllowAt(now, kA) }, []step{
-		{0, true, 2, 0},
-		{10 * time.Second, true, 1, 0},
-		{20 * time.Second, true, 0, 0},
-		{30 * time.Second, false, 0, 30 * time.Second}, // until the t0 entry ages out
-		{60*time.Second - 1, false, 0, 1},
-		{60 * time.Second, true, 0, 0},                 // t0 gone, 10s, 20s, 60s held
-		{65 * time.Second, false, 0, 5 * time.Second},  // until the 10s entry ages out
-		{50 * time.Second, false, 0, 10 * time.Second}, // clock jumped back: measured from 60s
-		{70 * time.Second, true, 0, 0},                 //
-		{200 * time.Second, true, 2, 0},                // all aged out
-	})
-}
-
 func TestTokenBucketSteps(t *testing.T) {
 	b := NewTokenBucket(BucketParams{Capacity: 3, Refill: 1}, WithClock(NewManualClock(t0)))
 	run(t, func(now time.Time) Decision { return b.AllowAt(now, kA) }, []step{
@@ -115,20 +99,4 @@ func TestTokenBucketInvalidCost(t *testing.T) {
 			t.Errorf("cost %v: err = %v, want ErrInvalidCost", c, err)
 		}
 	}
-}
-
-func TestGatewayLimiterSteps(t *testing.T) {
-	// RPM 4 over a sliding minute, burst 2 refilled at 4/60 per s (one
-	// token per 15s).
-	g := NewGatewayLimiter(GatewayParams{RPM: 4, Burst: 2, Refill: 4.0 / 60}, WithClock(NewManualClock(t0)))
-	run(t, func(now time.Time) Decision { return g.AllowAt(now, kA) }, []step{
-		{0, true, 1, 0},                                // rpm left 3, burst left 1
-		{0, true, 0, 0},                                // burst empty
-		{0, false, 0, 15 * time.Second},                // BURST_LIMIT; its RPM slot stays counted (3 of 4 used)
-		{15 * time.Second, true, 0, 0},                 // 4 of 4 used
-		{30 * time.Second, false, 0, 30 * time.Second}, // RPM_LIMIT until the t0 entries age out
-		{60 * time.Second, true, 1, 0},                 // t0 entries aged out (the denied one too); bucket full again
-		{60 * time.Second, true, 0, 0},                 // 3 of 4, bucket empty
-		{60 * time.Second, false, 0, 15 * time.Second}, // BURST_LIMIT; log now full until 15s ages out, same instant as the refill
-	})
 }

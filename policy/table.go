@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/pacegate/pacegate/policy/config"
 )
 
 // Override is a runtime change to some limits, set through the admin API.
@@ -170,7 +168,7 @@ func (t *Table) SetBucketOverride(k Key, o Override) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if err := config.CheckName(k.Model); err != nil {
+	if err := CheckModelName(k.Model); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	err := t.update(k.Tenant, func(s *tableState) {

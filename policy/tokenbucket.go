@@ -63,6 +63,32 @@ func (b *TokenBucket) TakeAt(now time.Time, k Key, cost float64, p BucketParams)
 	return s.take(t, cost, p), nil
 }
 
+// WaitAt returns how long until TakeAt would allow cost for k under p,
+// without spending anything.
+func (b *TokenBucket) WaitAt(now time.Time, k Key, cost float64, p BucketParams) time.Duration {
+	t := int64(now.Sub(b.epoch))
+	sh, h := b.keys.lock(k)
+	defer sh.mu.Unlock()
+	s := sh.get(&b.keys, k, h, t)
+	if s == nil {
+		s = &bucket{} // a key not held is a fresh, full bucket
+		s.fill(t, p)
+	}
+	return s.wait(t, cost, p)
+}
+
+// RefundAt gives cost back to k's bucket, up to its capacity (an allowed
+// TakeAt whose request never reached the model). A key not held is full
+// already, so nothing happens.
+func (b *TokenBucket) RefundAt(now time.Time, k Key, cost float64) {
+	t := int64(now.Sub(b.epoch))
+	sh, h := b.keys.lock(k)
+	defer sh.mu.Unlock()
+	if s := sh.get(&b.keys, k, h, t); s != nil {
+		s.refund(t, cost)
+	}
+}
+
 // Len returns the number of keys currently held.
 func (b *TokenBucket) Len() int { return b.keys.len() }
 

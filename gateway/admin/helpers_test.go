@@ -54,7 +54,7 @@ func parseConfig(t testing.TB, y string) *config.File {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	q, err := policy.NewQuotas(parseConfig(t, testConfig))
+	q, err := parseConfig(t, testConfig).Quotas()
 	if err != nil {
 		t.Fatal(err)
 	}

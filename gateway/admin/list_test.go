@@ -94,7 +94,7 @@ func TestMatrix(t *testing.T) {
 // (1,000 tenants × 100 models, every one with a backlog) through the
 // HTTP handler.
 func BenchmarkListBuckets100k(b *testing.B) {
-	q, err := policy.NewQuotas(parseConfig(b, testConfig))
+	q, err := parseConfig(b, testConfig).Quotas()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestOverridesSurviveReload(t *testing.T) {
 
 func reload(t *testing.T, table *policy.Table, y string) {
 	t.Helper()
-	q, err := policy.NewQuotas(parseConfig(t, y))
+	q, err := parseConfig(t, y).Quotas()
 	if err != nil {
 		t.Fatal(err)
 	}

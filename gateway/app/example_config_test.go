@@ -14,7 +14,7 @@ func TestExampleConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := policy.NewQuotas(f)
+	q, err := f.Quotas()
 	if err != nil {
 		t.Fatal(err)
 	}

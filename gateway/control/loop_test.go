@@ -46,7 +46,7 @@ tenants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := policy.NewQuotas(f)
+	q, err := f.Quotas()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,5 +12,5 @@ func (configFile) quotas() (*policy.Quotas, error) {
 	if err != nil {
 		return nil, err
 	}
-	return policy.NewQuotas(f)
+	return f.Quotas()
 }

@@ -5,8 +5,8 @@
 // documented on each field, and run [File.Validate]. Environment overrides
 // are applied with [File.ApplyEnv], or in one step with [LoadEnv].
 //
-// The package only describes the file; package policy turns the quota
-// sections into a [policy.Quotas] snapshot.
+// The package describes the file and builds package policy's values from
+// it ([File.Quotas]); policy itself knows nothing of the file.
 package config
 
 import (
@@ -17,6 +17,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/pacegate/pacegate/policy"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -34,6 +35,7 @@ type File struct {
 	Defaults  LimitsSpec   `yaml:"defaults"`  // limits for every tenant+model unless overridden
 	Orgs      []Org        `yaml:"orgs"`      // org-wide caps binding several tenants
 	Tenants   []TenantSpec `yaml:"tenants"`   // who may call, and at what pace
+	Fairness  FairnessSpec `yaml:"fairness"`  // how capacity is shared between waiting tenants
 
 	// modelOrder[i] lists tenants[i].models keys in file order, so that
 	// validation errors come out in the order a reader sees them (a Go
@@ -133,16 +135,63 @@ type TenantSpec struct {
 	ID       string                `yaml:"id"`
 	Org      string                `yaml:"org"`      // optional; must be listed in orgs when orgs is non-empty
 	Keys     []string              `yaml:"keys"`     // API keys, plain or "sha256:<64 hex>"
-	Priority string                `yaml:"priority"` // PriorityNormal (default) or PriorityHigh
+	Priority string                `yaml:"priority"` // PriorityHigh, PriorityNormal (default) or PriorityLow
+	Weight   float64               `yaml:"weight"`   // share of capacity within its priority band; default 1, must be > 0
 	Limits   LimitsSpec            `yaml:"limits"`
 	Models   map[string]LimitsSpec `yaml:"models"` // per-model overrides of Limits
 }
 
 // Tenant priorities.
 const (
-	PriorityNormal = "normal"
 	PriorityHigh   = "high"
+	PriorityNormal = "normal"
+	PriorityLow    = "low"
 )
+
+// FairnessSpec configures how the pool's capacity is shared between the
+// tenants waiting for it. A zero field takes its default.
+type FairnessSpec struct {
+	Mode string `yaml:"mode"` // "fair" (default) or "poll": the old 25 ms capacity poll, kept to measure against
+	// CompletionWeight is w in service = prompt tokens + w × completion
+	// tokens; default 2, must be > 0.
+	CompletionWeight float64   `yaml:"completion_weight"`
+	Bands            BandsSpec `yaml:"bands"`
+}
+
+// Fairness modes.
+const (
+	FairnessFair = "fair"
+	FairnessPoll = "poll"
+)
+
+// DefaultCompletionWeight is fairness.completion_weight when unset.
+const DefaultCompletionWeight = 2.0
+
+// BandsSpec holds one BandSpec per priority band.
+type BandsSpec struct {
+	High   BandSpec `yaml:"high"`
+	Normal BandSpec `yaml:"normal"`
+	Low    BandSpec `yaml:"low"`
+}
+
+// BandSpec configures one priority band. The zero value bounds nothing.
+type BandSpec struct {
+	// MaxWait is how long a request of the band may wait to be released
+	// to the pool before it gets 429 queue_full; 0 = unbounded.
+	MaxWait time.Duration `yaml:"max_wait"`
+}
+
+// MaxWait returns the max_wait of p's band (0 = unbounded). An unknown
+// Priority gets the normal band's, as [policy.Priority.Band] ranks it.
+func (b BandsSpec) MaxWait(p policy.Priority) time.Duration {
+	switch p {
+	case policy.PriorityHigh:
+		return b.High.MaxWait
+	case policy.PriorityLow:
+		return b.Low.MaxWait
+	}
+	return b.Normal.MaxWait
+}
 
 // Parse decodes a configuration file strictly, fills defaults and
 // validates it. A decoding error is returned wrapped as "config: ...";

@@ -50,7 +50,18 @@ func TestParseInvalid(t *testing.T) {
 			"upstreams[2].url: required\n" +
 			"upstreams[2].max_concurrency: must be > 0"},
 		{"no_upstreams.yaml", "upstreams: at least one upstream is required"},
-		{"priority.yaml", `tenants[0].priority: must be "normal" or "high", got "urgent"`},
+		{"priority.yaml", `tenants[0].priority: must be "high", "normal" or "low", got "urgent"`},
+		{"fairness.yaml", strings.Join([]string{
+			"tenants[0].weight: must be > 0",
+			"tenants[1].weight: must be finite",
+			"tenants[2].weight: must be > 0",
+			"fairness.mode: must be fair or poll",
+			"fairness.completion_weight: must be > 0",
+			"fairness.bands.high.max_wait: must be >= 0",
+			"fairness.bands.low.max_wait: must be >= 0",
+		}, "\n")},
+		{"completion_weight.yaml", "fairness.completion_weight: must be finite"},
+		{"band_max_wait.yaml", "server.request_timeout: must exceed every max_wait (fairness.bands.low.max_wait is 2m0s)"},
 		{"names.yaml", `tenants[0].id: contains a control character: "a\ab"` + "\n" +
 			"tenants[1].id: longer than 128 bytes\n" +
 			`tenants[1].models["bad\tmodel"]: contains a control character: "bad\tmodel"`},
@@ -93,8 +104,12 @@ func TestParseMinimal(t *testing.T) {
 	if *d.RPM != 600 || *d.TPM != 200000 || *d.Burst != 20 || *d.Rate != 5 || *d.Backlog != 1000 || *d.MaxWait != 30*time.Second {
 		t.Errorf("defaults: %+v", d)
 	}
+	if f.Fairness != (FairnessSpec{Mode: FairnessFair, CompletionWeight: 2}) {
+		t.Errorf("fairness defaults: %+v", f.Fairness)
+	}
 	tn := f.Tenants[0]
-	if tn.ID != "acme" || tn.Org != "acme-corp" || tn.Priority != PriorityNormal || *tn.Limits.Rate != 10 || tn.Limits.RPM != nil {
+	if tn.ID != "acme" || tn.Org != "acme-corp" || tn.Priority != PriorityNormal || tn.Weight != 1 ||
+		*tn.Limits.Rate != 10 || tn.Limits.RPM != nil {
 		t.Errorf("tenant: %+v", tn)
 	}
 	if m := tn.Models["llama-3-8b"]; *m.RPM != 1200 || *m.Rate != 20 || m.TPM != nil {
@@ -113,6 +128,14 @@ func TestParseValid(t *testing.T) {
 	if f.Queue.Backend != BackendRocketMQ || f.Queue.RocketMQ.Replicas != 3 || f.Tenants[0].Priority != PriorityHigh {
 		t.Errorf("queue/priority: %+v %q", f.Queue, f.Tenants[0].Priority)
 	}
+	if tn := f.Tenants[1]; tn.Priority != PriorityLow || tn.Weight != 0.5 {
+		t.Errorf("tenant solo: priority %q weight %v", tn.Priority, tn.Weight)
+	}
+	fair := FairnessSpec{Mode: FairnessPoll, CompletionWeight: 3,
+		Bands: BandsSpec{High: BandSpec{time.Second}, Low: BandSpec{2 * time.Minute}}}
+	if f.Fairness != fair {
+		t.Errorf("fairness: %+v, want %+v", f.Fairness, fair)
+	}
 	if _, err := Parse(mustRead(t, "valid/org_without_list.yaml")); err != nil {
 		t.Errorf("an org only tenants mention, with no orgs list: %v", err)
 	}
@@ -120,7 +143,7 @@ func TestParseValid(t *testing.T) {
 
 func TestLoadNamesTheFile(t *testing.T) {
 	_, err := Load("testdata/invalid/priority.yaml")
-	want := `testdata/invalid/priority.yaml: tenants[0].priority: must be "normal" or "high", got "urgent"`
+	want := `testdata/invalid/priority.yaml: tenants[0].priority: must be "high", "normal" or "low", got "urgent"`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Load error %v, want %s", err, want)
 	}

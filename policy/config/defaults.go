@@ -23,7 +23,10 @@ func (f *File) SetDefaults() {
 	f.Defaults.setDefaults()
 	for i := range f.Tenants {
 		setString(&f.Tenants[i].Priority, PriorityNormal)
+		setNum(&f.Tenants[i].Weight, 1)
 	}
+	setString(&f.Fairness.Mode, FairnessFair)
+	setNum(&f.Fairness.CompletionWeight, DefaultCompletionWeight)
 }
 
 func (s *Server) setDefaults() {

@@ -5,12 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/pacegate/pacegate/policy"
 )
 
 // FieldError is one validation problem, naming the offending field by its
@@ -23,7 +24,7 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
 
 // MaxNameLen is the longest tenant, org or model name accepted, in bytes.
-const MaxNameLen = 128
+const MaxNameLen = policy.MaxNameLen
 
 // problems collects FieldErrors in the order the checks run, which
 // follows the file.
@@ -48,6 +49,7 @@ func (f *File) Validate() error {
 	f.Defaults.validate(&p, "defaults")
 	orgs := validateOrgs(&p, f.Orgs)
 	f.validateTenants(&p, orgs)
+	f.Fairness.validate(&p)
 	f.validateMaxWait(&p)
 	return errors.Join(p...)
 }
@@ -184,9 +186,10 @@ func (f *File) validateTenants(p *problems, orgs map[string]bool) {
 			p.add(path+".org", "unknown org %q (not in orgs)", t.Org)
 		}
 		validateKeys(p, path, t.Keys, keys)
-		if t.Priority != PriorityNormal && t.Priority != PriorityHigh {
-			p.add(path+".priority", "must be %q or %q, got %q", PriorityNormal, PriorityHigh, t.Priority)
+		if _, ok := priorities[t.Priority]; !ok {
+			p.add(path+".priority", "must be %q, %q or %q, got %q", PriorityHigh, PriorityNormal, PriorityLow, t.Priority)
 		}
+		finitePositive(p, path+".weight", t.Weight)
 		t.Limits.validate(p, path+".limits")
 		for _, m := range f.tenantModels(i) {
 			mpath := path + ".models." + m
@@ -198,6 +201,38 @@ func (f *File) validateTenants(p *problems, orgs map[string]bool) {
 			spec.validate(p, mpath)
 		}
 	}
+}
+
+// priorities maps the config's priority names to policy's.
+var priorities = map[string]policy.Priority{
+	PriorityHigh:   policy.PriorityHigh,
+	PriorityNormal: policy.PriorityNormal,
+	PriorityLow:    policy.PriorityLow,
+}
+
+// validate checks the fairness section; its bands' max_wait against
+// server.request_timeout is checked by validateMaxWait.
+func (s *FairnessSpec) validate(p *problems) {
+	if s.Mode != FairnessFair && s.Mode != FairnessPoll {
+		p.add("fairness.mode", "must be fair or poll")
+	}
+	finitePositive(p, "fairness.completion_weight", s.CompletionWeight)
+	for _, b := range s.Bands.named() {
+		if b.spec.MaxWait < 0 {
+			p.add("fairness.bands."+b.name+".max_wait", "must be >= 0")
+		}
+	}
+}
+
+// namedBand is a BandSpec with its yaml key.
+type namedBand struct {
+	name string
+	spec BandSpec
+}
+
+// named returns the bands with their yaml keys, high to low.
+func (b *BandsSpec) named() []namedBand {
+	return []namedBand{{"high", b.High}, {"normal", b.Normal}, {"low", b.Low}}
 }
 
 // validateKeys checks one tenant's keys; seen maps each key's digest to
@@ -272,6 +307,11 @@ func (f *File) validateMaxWait(p *problems) {
 		}
 	}
 	consider("defaults", f.Defaults)
+	for _, b := range f.Fairness.Bands.named() {
+		if b.spec.MaxWait > 0 {
+			consider("fairness.bands."+b.name, LimitsSpec{MaxWait: &b.spec.MaxWait})
+		}
+	}
 	for i := range f.Tenants {
 		path := fmt.Sprintf("tenants[%d]", i)
 		consider(path+".limits", f.Tenants[i].Limits)
@@ -308,18 +348,11 @@ func checkName(p *problems, path, name string) bool {
 
 func validName(name string) bool { return nameProblem(name) == "" }
 
-// nameProblem returns why name is unusable as an id or model name, or "".
-// Names end up in queue topic names, logs and headers, hence the limits.
+// nameProblem returns why name is unusable as an id or model name, or ""
+// ([policy.CheckModelName] holds the rule).
 func nameProblem(name string) string {
-	switch {
-	case name == "":
-		return "required"
-	case len(name) > MaxNameLen:
-		return fmt.Sprintf("longer than %d bytes", MaxNameLen)
-	case !utf8.ValidString(name):
-		return "not valid UTF-8"
-	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return fmt.Sprintf("contains a control character: %q", name)
+	if err := policy.CheckModelName(name); err != nil {
+		return err.Error()
 	}
 	return ""
 }
@@ -330,18 +363,22 @@ func positive[T int | ~int64 | float64](p *problems, path string, v T) {
 	}
 }
 
+// finitePositive reports v unless it is a finite number > 0.
+func finitePositive(p *problems, path string, v float64) {
+	switch {
+	case !(v > 0): // also NaN
+		p.add(path, "must be > 0")
+	case math.IsInf(v, 1):
+		p.add(path, "must be finite")
+	}
+}
+
 func nonNegative[T int | int64](p *problems, path string, v *T) {
 	if v != nil && *v < 0 {
 		p.add(path, "must be >= 0")
 	}
 }
 
-// CheckName returns why name is unusable as a tenant, org or model name
-// (empty, over [MaxNameLen] bytes, invalid UTF-8, control characters), or
-// nil.
-func CheckName(name string) error {
-	if msg := nameProblem(name); msg != "" {
-		return errors.New(msg)
-	}
-	return nil
-}
+// CheckName returns why name is unusable as a tenant, org or model name,
+// or nil: it is [policy.CheckModelName].
+func CheckName(name string) error { return policy.CheckModelName(name) }
