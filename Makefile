@@ -33,7 +33,7 @@ fmt:
 # A minute of each fuzz target.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 60s ./sse/
-	$(GO) test -run '^$$' -fuzz FuzzParseGenRequest -fuzztime 60s ./gateway/
+	$(GO) test -run '^$$' -fuzz FuzzParseAPIRequest -fuzztime 60s ./gateway/
 	$(GO) test -run '^$$' -fuzz FuzzLiteTopicName -fuzztime 60s ./consume/
 
 # Benchmarks (bench/README.md). `make bench` is the quick mode (< 5 min on

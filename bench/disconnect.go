@@ -152,9 +152,9 @@ func dcQueuedGateway(ctx context.Context, gw *pacegate, sim *upstreamSim, n int)
 	var lat []float64
 	missed := 0
 	for range n {
-		at, err := dcCancelWhen(ctx, c, chatURL(gw.URL()), "sk-slow", func() bool { return gw.Buckets.Backlog(k) >= 1 })
+		at, err := dcCancelWhen(ctx, c, chatURL(gw.URL()), "sk-slow", func() bool { return gw.Queue.Backlog(k) >= 1 })
 		var gone time.Time
-		if err == nil && waitFor(ctx, dcWait, func() bool { return gw.Buckets.Backlog(k) == 0 }) {
+		if err == nil && waitFor(ctx, dcWait, func() bool { return gw.Queue.Backlog(k) == 0 }) {
 			gone = time.Now()
 		}
 		if gone.IsZero() {

@@ -15,7 +15,7 @@ func runDisconnect(ctx context.Context, e *env, res *ScenarioResult) error {
 		"is from its cancel to the sim noticing its own client (pacegate) left (vllmsim Abort.At). Queued at the upstream: a "+
 		"blocker holds the sim's only running slot, the measured request is dispatched and waits in the sim's queue, then the "+
 		"client cancels (Abort.Queued). Queued in pacegate: tenant `slow` is paced at 0.001 req/s; the measured request waits in "+
-		"its bucket; the time is from the cancel to the bucket's backlog (consume.Buckets) going back to 0, and the sim must "+
+		"its bucket; the time is from the cancel to the bucket's backlog (consume.Queue) going back to 0, and the sim must "+
 		"never see the request.", n)
 	res.Baseline = "none needed: the bar is absolute (p99 < 100 ms); each sample's two timestamps are taken in this process."
 	sim, err := startSim(vllmsim.Config{TTFT: 20 * time.Millisecond, ITL: 20 * time.Millisecond, MaxNumSeqs: 1}, false)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"sync"
 	"time"
 
@@ -41,37 +40,40 @@ func (releaseObserver) Panicked(policy.Key)                         {}
 type nullUpstreams struct{}
 
 func (nullUpstreams) TryAcquire(string) (consume.Slot, bool) { return nullSlot{}, true }
+func (nullUpstreams) OnFree(func([]string))                  {}
 
 type nullSlot struct{}
 
-func (nullSlot) Do(context.Context, *consume.UpstreamRequest, func(consume.Event) error) error {
+func (nullSlot) Do(context.Context, *consume.Request, func(consume.Event) error) error {
 	return nil
 }
 func (nullSlot) Release() {}
 
 // pacedQueue is the real consumer path without HTTP: the embedded engine,
-// consume.Consumer, policy.Pacer and a registry of pending requests.
+// consume.Queue, consume.Consumer and policy.Pacer.
 type pacedQueue struct {
 	eng      *embedded.Engine
-	reg      *consume.Registry
+	q        *consume.Queue
 	consumer *consume.Consumer
 	clients  context.Context // every pending request's context
 	cancel   context.CancelFunc
 }
 
 func newPacedQueue(src policy.RateSource, obs consume.Observer, workers int) *pacedQueue {
-	q := &pacedQueue{reg: &consume.Registry{}}
-	q.eng = embedded.New(embedded.Config{Workers: workers, MaxMessages: 1 << 21, DefaultBacklog: 1 << 20, Logger: quietLogger})
-	q.consumer = consume.NewConsumer(consume.ConsumerConfig{Backend: q.eng, Registry: q.reg, Pacer: policy.NewPacer(src),
+	q := &pacedQueue{}
+	q.eng = embedded.New(embedded.Config{Workers: workers, MaxMessages: 1 << 21, Logger: quietLogger})
+	q.q = consume.NewQueue(q.eng, "")
+	q.consumer = consume.NewConsumer(consume.ConsumerConfig{Queue: q.q, Pacer: policy.NewPacer(src),
 		Upstreams: nullUpstreams{}, Observer: obs, Logger: quietLogger})
 	q.clients, q.cancel = context.WithCancel(context.Background())
 	return q
 }
 
-// publish registers a waiting request and queues its message.
+// publish submits a request as the gateway does.
 func (q *pacedQueue) publish(ctx context.Context, tenant, id string, body []byte) error {
-	q.reg.Register(consume.NewPending(q.clients, id, tenant, simModel, 4))
-	return q.eng.Publish(ctx, message(tenant, id, body))
+	_, err := q.q.Submit(q.clients, &consume.Request{ID: id, Key: policy.Key{Tenant: tenant, Model: simModel},
+		Path: "/v1/chat/completions", Body: body, Stream: true, Band: 1, Weight: 1, Submitted: time.Now()})
+	return err
 }
 
 func (q *pacedQueue) start() error { return q.eng.Start(q.consumer.Handle) }
@@ -87,8 +89,7 @@ func (q *pacedQueue) close() {
 // message builds a queue message for tenant.
 func message(tenant, id string, body []byte) *consume.Message {
 	return &consume.Message{ID: id, LiteTopic: "bench-" + tenant, Body: body, Properties: map[string]string{
-		consume.PropTenant: tenant, consume.PropModel: simModel, consume.PropPath: "/v1/chat/completions",
-		consume.PropStream: "1", consume.PropCost: "1", consume.PropEnqueued: strconv.FormatInt(time.Now().UnixNano(), 10),
+		consume.PropTenant: tenant, consume.PropModel: simModel,
 	}}
 }
 

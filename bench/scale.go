@@ -58,17 +58,31 @@ func pacerDispatchNs(p *policy.Pacer, hot []policy.Key, ops int) float64 {
 	return Median(reps)
 }
 
-// bucketsIdle builds a gateway bucket tracker that has seen one request
-// per key come and go.
-func bucketsIdle(keys []policy.Key) *consume.Buckets {
-	b := consume.NewBuckets()
+// bucketsIdle builds a queue whose ledger has seen one request per key
+// come and go.
+func bucketsIdle(keys []policy.Key) *consume.Queue {
+	q := consume.NewQueue(nopBackend{}, "")
 	now := time.Now()
-	for _, k := range keys {
-		t := b.Enqueue(k, now)
-		b.Depart(k, t.At)
+	for i, k := range keys {
+		p, err := q.Submit(context.Background(), &consume.Request{ID: fmt.Sprint(i), Key: k, Submitted: now})
+		if err != nil {
+			panic(err) // nopBackend never fails
+		}
+		q.Finish(p)
 	}
-	return b
+	return q
 }
+
+// nopBackend accepts every message and delivers none.
+type nopBackend struct{}
+
+func (nopBackend) Publish(context.Context, *consume.Message) error { return nil }
+func (nopBackend) Start(consume.Handler) error                     { return nil }
+func (nopBackend) Close(context.Context) (consume.Leftover, error) {
+	return consume.Leftover{}, nil
+}
+func (nopBackend) MinSuspend() time.Duration   { return time.Millisecond }
+func (nopBackend) Ready(context.Context) error { return nil }
 
 // engineIdle returns a started engine in which one message per key was
 // published and acknowledged, so every key's LiteTopic is idle; the

@@ -20,7 +20,7 @@ type scaleRow struct {
 
 func runScale(ctx context.Context, e *env, res *ScenarioResult) error {
 	counts := []int{10, 10_000, 1_000_000}
-	res.Setup = "In-process, per layer that keeps per-bucket state: `policy.Pacer` (leaky-bucket slot), `consume.Buckets` " +
+	res.Setup = "In-process, per layer that keeps per-bucket state: `policy.Pacer` (leaky-bucket slot), `consume.Queue`'s ledger " +
 		"(the gateway's per-bucket queue tracker) and the embedded LiteTopic engine (an idle, empty LiteTopic kept until IdleTTL). " +
 		"An idle bucket is one that served one request and is now empty. Memory = live-heap growth after GC divided by the count " +
 		"(key strings excluded: tenant and model names are shared with the config). Dispatch cost with the idle buckets present: " +
@@ -98,7 +98,7 @@ func queuedCost(ctx context.Context, n int) ([][]string, error) {
 	body := chatBody(simModel, 256, true)
 	var pubErr error
 	engB := heapDelta(func() any {
-		e := embedded.New(embedded.Config{MaxMessages: n, DefaultBacklog: n, Logger: quietLogger})
+		e := embedded.New(embedded.Config{MaxMessages: n, Logger: quietLogger})
 		for i := range n {
 			if err := e.Publish(ctx, message(keys[i%len(keys)].Tenant, fmt.Sprintf("req-%08d", i), body)); err != nil {
 				pubErr = err
@@ -108,16 +108,16 @@ func queuedCost(ctx context.Context, n int) ([][]string, error) {
 		return e
 	})
 	bkB := heapDelta(func() any {
-		b := consume.NewBuckets()
+		q := consume.NewQueue(nopBackend{}, "")
 		now := time.Now()
 		for i := range n {
-			b.Enqueue(keys[i%len(keys)], now)
+			_, _ = q.Submit(ctx, &consume.Request{ID: fmt.Sprintf("req-%08d", i), Key: keys[i%len(keys)], Submitted: now})
 		}
-		return b
+		return q
 	})
 	row := func(name string, b int64) []string {
 		return []string{name, f1(float64(b) / float64(n)), f1(float64(b) / (1 << 20))}
 	}
-	return [][]string{row("embedded engine (message + body + properties)", engB), row("consume.Buckets (gateway queue tracker)", bkB),
+	return [][]string{row("embedded engine (message + body + properties)", engB), row("consume.Queue (registry entry + ledger)", bkB),
 		row("total", engB+bkB)}, pubErr
 }

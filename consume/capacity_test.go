@@ -68,7 +68,10 @@ func TestFreedSlotIsGrantedToTheBucketOwedMost(t *testing.T) {
 	// heavy's running request streams 10 tokens, charged 2 each: the
 	// freed slot is light's.
 	close(begin)
-	waitFor(t, func() bool { f, _ := r.c.Fairness().Flow(policy.Key{Tenant: "heavy", Model: "m"}, time.Now()); return f.Counter == 20 })
+	waitFor(t, func() bool {
+		f, _ := r.c.Fairness().Flow(policy.Key{Tenant: "heavy", Model: "m"}, time.Now())
+		return f.Counter == 20
+	})
 	close(release)
 	waitFor(t, func() bool { return len(b.wokenList()) == 1 })
 	if got := b.wokenList(); !slices.Equal(got, []string{"light__m"}) {

@@ -37,7 +37,7 @@ func TestParseGenRequest(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, e := parseGenRequest([]byte(tc.body), tc.ep)
+			req, e := parseAPIRequest([]byte(tc.body), tc.ep)
 			if tc.wantErr != "" {
 				if e == nil || e.Message != tc.wantErr || e.Status != http.StatusBadRequest {
 					t.Fatalf("error = %+v, want 400 %q", e, tc.wantErr)
@@ -57,7 +57,7 @@ func TestParseGenRequest(t *testing.T) {
 // A streamed request always asks the upstream for usage, and every other
 // field the client sent is forwarded unchanged.
 func TestStreamedBodyAsksForUsageAndKeepsFields(t *testing.T) {
-	req, e := parseGenRequest([]byte(`{"model":"m","stream":true,"temperature":0.5,"stream_options":{"continuous_usage_stats":true},"messages":[{"role":"user","content":"hi"}],"x_vendor":{"a":[1,2]}}`), chatEndpoint)
+	req, e := parseAPIRequest([]byte(`{"model":"m","stream":true,"temperature":0.5,"stream_options":{"continuous_usage_stats":true},"messages":[{"role":"user","content":"hi"}],"x_vendor":{"a":[1,2]}}`), chatEndpoint)
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -74,13 +74,13 @@ func TestStreamedBodyAsksForUsageAndKeepsFields(t *testing.T) {
 // A non-streamed body is forwarded byte for byte.
 func TestNonStreamedBodyIsUntouched(t *testing.T) {
 	in := `{"model":"m",  "messages":[] , "n":2}`
-	req, e := parseGenRequest([]byte(in), chatEndpoint)
+	req, e := parseAPIRequest([]byte(in), chatEndpoint)
 	if e != nil || string(req.Body) != in {
 		t.Fatalf("body = %q, %v; want the input", req.Body, e)
 	}
 }
 
-func FuzzParseGenRequest(f *testing.F) {
+func FuzzParseAPIRequest(f *testing.F) {
 	for _, seed := range []string{
 		`{"model":"m","messages":[]}`,
 		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[],"max_tokens":3}`,
@@ -91,7 +91,7 @@ func FuzzParseGenRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, ep := range []endpoint{chatEndpoint, completionEndpoint} {
-			req, e := parseGenRequest(body, ep)
+			req, e := parseAPIRequest(body, ep)
 			if e != nil {
 				if e.Status != http.StatusBadRequest || e.Message == "" {
 					t.Fatalf("bad error %+v", e)

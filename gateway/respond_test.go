@@ -12,36 +12,58 @@ import (
 	"time"
 
 	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/embedded"
 	"github.com/pacegate/pacegate/consume/upstream"
 	"github.com/pacegate/pacegate/policy"
 	"github.com/pacegate/pacegate/policy/config"
 )
 
-// scriptedBackend plays the consumer's part: on Publish it finds the
-// request's Pending and sends it a fixed script of events.
-type scriptedBackend struct {
-	reg    *consume.Registry
+// scriptedUpstreams is a pool of one upstream, always free, that answers
+// every request with a fixed script of events: all but the last are
+// emitted, and the last ends the call (EventDone: success, EventError: its
+// error). block, if set, is waited for (or the request's end) before the
+// script runs.
+type scriptedUpstreams struct {
 	script []consume.Event
+	block  chan struct{}
+	// hang, if set, makes the call wait for its context after the script
+	// instead of ending with its last event.
+	hang bool
+	// full, if set, is a pool with no free slot.
+	full bool
+	// ended receives the error each call returned.
+	ended chan error
 }
 
-func (b *scriptedBackend) Publish(_ context.Context, m *consume.Message) error {
-	p, _ := b.reg.Load(m.ID)
-	p.MarkDispatched(time.Now())
-	go func() {
-		for _, ev := range b.script {
-			if p.Send(ev) != nil {
-				return
-			}
+func (u *scriptedUpstreams) TryAcquire(string) (consume.Slot, bool) { return scriptedSlot{u}, !u.full }
+func (u *scriptedUpstreams) OnFree(func([]string))                  {}
+
+type scriptedSlot struct{ u *scriptedUpstreams }
+
+func (s scriptedSlot) Release() {}
+func (s scriptedSlot) Do(ctx context.Context, _ *consume.Request, emit func(consume.Event) error) (err error) {
+	if s.u.ended != nil {
+		defer func() { s.u.ended <- err }()
+	}
+	if s.u.block != nil {
+		select {
+		case <-s.u.block:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-	}()
-	return nil
+	}
+	script := s.u.script
+	for _, ev := range script[:len(script)-1] {
+		if err := emit(ev); err != nil {
+			return err
+		}
+	}
+	if s.u.hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return script[len(script)-1].Err
 }
-func (b *scriptedBackend) Start(consume.Handler) error { return nil }
-func (b *scriptedBackend) Close(context.Context) (consume.Leftover, error) {
-	return consume.Leftover{}, nil
-}
-func (b *scriptedBackend) MinSuspend() time.Duration   { return 0 }
-func (b *scriptedBackend) Ready(context.Context) error { return nil }
 
 type onePool struct{}
 
@@ -49,8 +71,16 @@ func (onePool) Models() []string     { return []string{"m"} }
 func (onePool) Serves(m string) bool { return m == "m" }
 func (onePool) Ready() bool          { return true }
 
-// serve runs one request through a Server whose consumer side is script.
-func serve(t *testing.T, body string, script ...consume.Event) *httptest.ResponseRecorder {
+// rig is a Server over the real queue, engine and consumer, with a
+// scripted upstream.
+type rig struct {
+	s  *Server
+	up *scriptedUpstreams
+	e  *embedded.Engine
+	c  *consume.Consumer
+}
+
+func newRig(t *testing.T, timeout time.Duration, script ...consume.Event) *rig {
 	t.Helper()
 	f, err := config.Parse([]byte("upstreams: [{url: \"http://127.0.0.1:1\"}]\ntenants: [{id: a, keys: [k]}]\n"))
 	if err != nil {
@@ -60,19 +90,43 @@ func serve(t *testing.T, body string, script ...consume.Event) *httptest.Respons
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, reg := policy.NewTable(q), &consume.Registry{}
-	s := New(Config{
-		Table: table, Admitter: policy.NewAdmitter(table), Pacer: policy.NewPacer(table),
-		Buckets: consume.NewBuckets(), Registry: reg, Backend: &scriptedBackend{reg: reg, script: script},
-		Pool: onePool{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	table := policy.NewTable(q)
+	pacer := policy.NewPacer(table)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := &rig{up: &scriptedUpstreams{script: script}, e: embedded.New(embedded.Config{Logger: quiet})}
+	queue := consume.NewQueue(r.e, "")
+	r.c = consume.NewConsumer(consume.ConsumerConfig{Queue: queue, Pacer: pacer, Upstreams: r.up, Logger: quiet})
+	if err := r.e.Start(r.c.Handle); err != nil {
+		t.Fatal(err)
+	}
+	r.s = New(Config{
+		Table: table, Admitter: policy.NewAdmitter(table), Pacer: pacer, Queue: queue,
+		Pool: onePool{}, Logger: quiet, RequestTimeout: timeout,
 		NewID: func() string { return "req-1" },
 	})
-	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Authorization", "Bearer k")
+	return r
+}
+
+func (r *rig) close() {
+	r.e.Close(context.Background())
+	r.c.Close(context.Background())
+}
+
+func (r *rig) do(ctx context.Context, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer k")
 	w := httptest.NewRecorder()
-	s.ServeHTTP(w, r)
+	r.s.ServeHTTP(w, req)
 	return w
+}
+
+// serve runs one request through a Server whose upstream answers script.
+func serve(t *testing.T, body string, script ...consume.Event) *httptest.ResponseRecorder {
+	t.Helper()
+	r := newRig(t, 0, script...)
+	defer r.close()
+	return r.do(context.Background(), body)
 }
 
 const (

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacegate/pacegate/consume/embedded"
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
 )
 
@@ -39,7 +40,7 @@ defaults: {rate: 1, backlog: 100, max_wait: 10s}
 	// ...and when its slot comes, 1 s after the first request, the
 	// consumer drops it from the LiteTopic.
 	eventually(t, 3*time.Second, "the consumer to drop the message", func() bool {
-		return s.app.Backend.(interface{ Backlog(string) int }).Backlog("alice__sim-model") == 0
+		return s.app.Queue.Backend().(*embedded.Engine).Stats().Messages == 0
 	})
 	if n := len(sim.Arrivals()); n != 1 {
 		t.Fatalf("the model saw %d requests, want only the first", n)

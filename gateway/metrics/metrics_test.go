@@ -168,20 +168,20 @@ func mustQuotas(t testing.TB) *policy.Quotas {
 func TestFairnessMetrics(t *testing.T) {
 	now := time.Now()
 	sched := fairshare.New(time.Hour)
-	for i, tenant := range []string{"a", "b"} {
+	for _, tenant := range []string{"a", "b"} {
 		k := policy.Key{Tenant: tenant, Model: "m1"}
 		sched.Join(k, 1, 1, now)
 		sched.Grant(k)
-		sched.Start(k, float64(10*(i+1)), now) // a got 10 tokens, b 20
+		sched.Start(k, 20, now) // 20 tokens each
 	}
 	sched.Join(policy.Key{Tenant: "c", Model: "m1"}, 2, 1, now) // c (low) still waits
 	buckets := consumetest.New()
 	buckets.Submit(policy.Key{Tenant: "b", Model: "m1"}, now)
 	m := New(Config{TopK: 2, Buckets: buckets, Fairness: sched})
 	got := scrape(t, m, "pacegate_model_fairness", "pacegate_model_competing", "pacegate_capacity_", "pacegate_bucket_s")
-	// Jain over 10, 20 and c's 0 (it competed and got nothing yet): 900/(3·500).
+	// Jain over 20, 20 and c's 0 (it competed and got nothing yet): 1600/(3·800).
 	want := `pacegate_bucket_service_tokens{model="m1",tenant="b"} 20
-pacegate_bucket_share{model="m1",tenant="b"} 0.6666666666666666
+pacegate_bucket_share{model="m1",tenant="b"} 0.5
 pacegate_bucket_suspends_total{model="m1",tenant="b"} 0
 pacegate_capacity_grants_total{band="high",model="m1"} 0
 pacegate_capacity_grants_total{band="low",model="m1"} 0
@@ -190,7 +190,7 @@ pacegate_capacity_waiting_buckets{band="high",model="m1"} 0
 pacegate_capacity_waiting_buckets{band="low",model="m1"} 1
 pacegate_capacity_waiting_buckets{band="normal",model="m1"} 0
 pacegate_model_competing_buckets{model="m1"} 3
-pacegate_model_fairness_jain{model="m1"} 0.6`
+pacegate_model_fairness_jain{model="m1"} 0.6666666666666666`
 	if got != want {
 		t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
 	}
