@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Window is one fixed-window cap as the x-ratelimit-{limit,remaining,
 // reset}-{requests,tokens} headers report it. The zero value means "no
@@ -152,13 +155,14 @@ func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admissio
 }
 
 // burstParams returns the burst bucket of a bucket's limits, and false
-// when Burst is 0 (no burst check).
+// when there is no burst check: Burst is 0, or the bucket refills
+// infinitely fast (no RPM and an unpaced Rate), so it could never deny.
 func burstParams(l Limits) (BucketParams, bool) {
 	refill := float64(l.RPM) / 60
 	if l.RPM <= 0 {
 		refill = l.Rate // no RPM: the burst refills at the release pace
 	}
-	return BucketParams{Capacity: float64(l.Burst), Refill: refill}, l.Burst > 0
+	return BucketParams{Capacity: float64(l.Burst), Refill: refill}, l.Burst > 0 && !math.IsInf(refill, 1)
 }
 
 // deny builds a denial whose RetryAfter is when every check would pass:

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -221,4 +222,21 @@ func TestAdmitterRPMIsOneFixedWindow(t *testing.T) {
 		t.Fatalf("third request of the minute: %+v, want RPM_LIMIT with 0 remaining, retry at the reset", d)
 	}
 	assertRetryExact(t, a, clk, tn, "slow", 1, d)
+}
+
+// An unpaced bucket (rate +Inf) without an RPM cap refills its burst
+// infinitely fast: no burst check, and no bucket state kept for it.
+func TestAdmitterUnpacedBurstChecksNothing(t *testing.T) {
+	l := Limits{Burst: 2, Rate: math.Inf(1), Backlog: 10, MaxWait: time.Second}
+	tab := NewTable(mustQuotas(t, l, nil, TenantSpec{ID: "u", Limits: l}))
+	a := NewAdmitter(tab, WithAdmitterClock(NewManualClock(t0)))
+	tn := tenant(t, tab, "u")
+	for i := range 5 {
+		if d := a.Admit(tn, "m", 1); !d.Allowed || d.Reservation.burst {
+			t.Fatalf("request %d: %+v, want admitted without spending a burst token", i, d)
+		}
+	}
+	if n := a.burst.Len(); n != 0 {
+		t.Fatalf("burst bucket holds %d keys, want 0", n)
+	}
 }

@@ -27,11 +27,10 @@ type Priority uint8
 const (
 	PriorityNormal Priority = iota
 	// PriorityHigh tenants keep their pace when a model's column factor
-	// is tightened below 1 (see [Pacer.EffectiveRate]), and are served
-	// first when capacity is short.
+	// is tightened below 1 (see [Pacer.EffectiveRate]), and rank first
+	// for capacity (see [Priority.Band]).
 	PriorityHigh
-	// PriorityLow tenants are served only when no high or normal tenant
-	// is waiting for capacity.
+	// PriorityLow tenants rank last for capacity (see [Priority.Band]).
 	PriorityLow
 )
 

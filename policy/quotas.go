@@ -24,6 +24,7 @@ type Quotas struct {
 // TenantSpec describes one tenant for [NewQuotas] in plain values: its
 // limits are already resolved (a field the tenant does not set holds the
 // default's value), so policy never needs to know how a file spells them.
+// It is plain data; the zero value is refused (it has no ID).
 type TenantSpec struct {
 	ID       string
 	Org      string // "" = no org caps

@@ -167,7 +167,8 @@ const (
 // DefaultCompletionWeight is fairness.completion_weight when unset.
 const DefaultCompletionWeight = 2.0
 
-// BandsSpec holds one BandSpec per priority band.
+// BandsSpec holds one BandSpec per priority band. The zero value bounds
+// no band.
 type BandsSpec struct {
 	High   BandSpec `yaml:"high"`
 	Normal BandSpec `yaml:"normal"`
