@@ -1,6 +1,7 @@
 package fairshare
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -90,7 +91,10 @@ func (s *Scheduler) Models(now time.Time) []ModelStat {
 		total, sq, n := s.competing(name, t)
 		ms.Competing = n
 		if n >= 2 && sq > 0 {
-			ms.Jain = total * total / (float64(n) * sq)
+			// Rounded: the index is scale-free, but the decay leaves
+			// float noise in the last digits that would make two
+			// scrapes of the same state differ.
+			ms.Jain = math.Round(total*total/(float64(n)*sq)*1e9) / 1e9
 		}
 		out = append(out, ms)
 	}

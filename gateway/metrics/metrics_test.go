@@ -190,7 +190,7 @@ pacegate_capacity_waiting_buckets{band="high",model="m1"} 0
 pacegate_capacity_waiting_buckets{band="low",model="m1"} 1
 pacegate_capacity_waiting_buckets{band="normal",model="m1"} 0
 pacegate_model_competing_buckets{model="m1"} 3
-pacegate_model_fairness_jain{model="m1"} 0.6666666666666666`
+pacegate_model_fairness_jain{model="m1"} 0.666666667`
 	if got != want {
 		t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
 	}
