@@ -26,6 +26,7 @@ type gwConfig struct {
 	Defaults       string // the defaults: mapping, e.g. "{rate: .inf, backlog: 10000, max_wait: 30s}"
 	Tenants        int    // tenants t0..t(n-1), keys sk-t<i>
 	ExtraTenants   string // raw YAML tenant list items appended after them
+	Extra          string // raw top-level YAML appended at the end (e.g. a fairness: block)
 }
 
 // yaml renders the config file.
@@ -48,6 +49,7 @@ func (c gwConfig) yaml() string {
 		fmt.Fprintf(&b, "  - {id: t%d, keys: [\"sk-t%d\"]}\n", i, i)
 	}
 	b.WriteString(c.ExtraTenants)
+	b.WriteString(c.Extra)
 	return b.String()
 }
 

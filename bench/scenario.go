@@ -25,6 +25,7 @@ var scenarios = []scenario{
 	{"scale", "5. Scale", 45 * time.Second, 4 * time.Minute, runScale},
 	{"disconnect", "6. Disconnect", 30 * time.Second, 2 * time.Minute, runDisconnect},
 	{"rocketmq", "7. RocketMQ backend", 60 * time.Second, 4 * time.Minute, runRocketMQ},
+	{"fairness", "8. Fair sharing of a saturated pool (issue 10)", 150 * time.Second, 6 * time.Minute, runFairness},
 }
 
 func scenarioIDs() []string {
