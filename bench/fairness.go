@@ -13,23 +13,6 @@ import (
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
 )
 
-// fairnessConfigSupported says whether this build's config parser knows
-// the fields of issue 10 (weighted fair queuing of pool capacity):
-//
-//	fairness: {mode: fair|poll, completion_weight: 2, bands: {low: {max_wait: 30s}}}
-//	tenants[i].weight: 2
-//	tenants[i].priority: high|normal|low
-//
-// The parser is strict, so while this is false the scenario writes its
-// configs without them and runs only mode poll (today's design, which
-// is then the only one there is); the fair columns and bars read "not
-// run". Flip it to true in the build that has the fields: every case then
-// runs twice in the same run, mode poll (the baseline) and mode fair,
-// both with the weights and priorities written. TestFairConfigParses
-// checks the generated config against the parser of the build it runs
-// in, whichever way this is set.
-const fairnessConfigSupported = false
-
 // The fairness scenario's pool: one simulated vLLM behind one upstream
 // of max_concurrency fairCapacity, every tenant paced at fairRate (so
 // the pool, not the pacer, is the bottleneck).
@@ -53,15 +36,19 @@ const (
 	fairThink = 50 * time.Millisecond
 )
 
-// fairModes are the modes of fairness.mode, baseline first.
-var fairModes = []string{"poll", "fair"}
+// fairModes are the configurations compared, baseline first: poll
+// (fairness.mode: poll), fair (the default: fairness.mode fair, work-
+// conserving) and reserve (fair with fairness.reserve: 1, one slot kept
+// for the high band and for tenants below their share).
+var fairModes = []string{"poll", "fair", "reserve"}
 
-// fairRunModes are the modes this build runs.
-func fairRunModes() []string {
-	if fairnessConfigSupported {
-		return fairModes
+// fairnessYAML is the fairness section of mode.
+func fairnessYAML(mode string) string {
+	reserve := 0
+	if mode == "reserve" {
+		mode, reserve = "fair", 1
 	}
-	return fairModes[:1]
+	return fmt.Sprintf("fairness: {mode: %s, completion_weight: %d, reserve: %d, bands: {low: {max_wait: 30s}}}\n", mode, fairCompletionWeight, reserve)
 }
 
 // fairTenant is one tenant of a case: its config and its load.
@@ -118,8 +105,13 @@ func (c fairCase) tenant(id string) fairTenant {
 }
 
 // fairCases are the issue's cases; window is the measured window of a
-// saturated phase (the light "alone" phases get the same).
+// saturated phase (the light "alone" phases get the same). A slot is held
+// for a whole request, so the all-backlogged cases warm up for longer than
+// their longest request and measure over several of them: a window
+// shorter than one 1024-token request (5.1 s here) would show which
+// requests happened to hold the slots when it opened, not the share.
 func fairCases(window time.Duration) []fairCase {
+	long := max(window, 8*time.Second)
 	light := func(id string) fairTenant { return fairTenant{ID: id, Streams: 2, Tokens: 32, Think: fairThink} }
 	return []fairCase{
 		{ID: "noisy", Title: "Noisy neighbour",
@@ -131,12 +123,12 @@ func fairCases(window time.Duration) []fairCase {
 		{ID: "mixed", Title: "All backlogged, outputs 32 / 256 / 1024",
 			Tenants: []fairTenant{{ID: "out32", Streams: 8, Tokens: 32}, {ID: "out256", Streams: 8, Tokens: 256}, {ID: "out1024", Streams: 8, Tokens: 1024}},
 			Phases: []fairPhase{
-				{Name: "loaded", Label: "all backlogged", Load: []string{"out32", "out256", "out1024"}, Warm: 2 * time.Second, Window: window},
+				{Name: "loaded", Label: "all backlogged", Load: []string{"out32", "out256", "out1024"}, Warm: 6 * time.Second, Window: long},
 			}},
 		{ID: "weights", Title: "Weights 1 : 2 : 4",
 			Tenants: []fairTenant{{ID: "w1", Weight: 1, Streams: 12, Tokens: 256}, {ID: "w2", Weight: 2, Streams: 12, Tokens: 256}, {ID: "w4", Weight: 4, Streams: 12, Tokens: 256}},
 			Phases: []fairPhase{
-				{Name: "loaded", Label: "all backlogged", Load: []string{"w1", "w2", "w4"}, Warm: 1500 * time.Millisecond, Window: window},
+				{Name: "loaded", Label: "all backlogged", Load: []string{"w1", "w2", "w4"}, Warm: 3 * time.Second, Window: long},
 			}},
 		{ID: "bands", Title: "Priority bands",
 			Tenants: []fairTenant{{ID: "hi", Priority: "high", Streams: 2, Tokens: 32, Think: fairThink},
@@ -151,25 +143,22 @@ func fairCases(window time.Duration) []fairCase {
 // fairConfig is the gateway config of one case in mode ("poll" or
 // "fair"): one upstream of max_concurrency fairCapacity, every tenant at
 // rate fairRate, plus the idle tenant t0 that answers the readiness
-// probe. With supported false it leaves out every field the parser of
-// this build would reject (see fairnessConfigSupported), and mode with it.
-func fairConfig(simURL, mode string, tenants []fairTenant, supported bool) gwConfig {
+// probe.
+func fairConfig(simURL, mode string, tenants []fairTenant) gwConfig {
 	var b strings.Builder
 	for _, t := range tenants {
 		fmt.Fprintf(&b, "  - {id: %s, keys: [%q]", t.ID, fairKey(t.ID))
-		if supported && t.Weight > 0 {
+		if t.Weight > 0 {
 			fmt.Fprintf(&b, ", weight: %g", t.Weight)
 		}
-		if supported && t.Priority != "" {
+		if t.Priority != "" {
 			fmt.Fprintf(&b, ", priority: %s", t.Priority)
 		}
 		b.WriteString("}\n")
 	}
 	c := gwConfig{Upstream: simURL, MaxConcurrency: fairCapacity, Workers: 64, Tenants: 1, ExtraTenants: b.String(),
 		Defaults: fmt.Sprintf("{rpm: 0, tpm: 0, burst: 0, rate: %d, backlog: 10000, max_wait: 30s}", fairRate)}
-	if supported {
-		c.Extra = fmt.Sprintf("fairness: {mode: %s, completion_weight: %d, bands: {low: {max_wait: 30s}}}\n", mode, fairCompletionWeight)
-	}
+	c.Extra = fairnessYAML(mode)
 	return c
 }
 
@@ -299,13 +288,21 @@ func fairRunCase(ctx context.Context, fc fairCase, mode string) (map[string]fair
 		return nil, err
 	}
 	defer sim.Close()
-	g, err := startPacegate(ctx, fairConfig(sim.URL, mode, fc.Tenants, fairnessConfigSupported))
+	g, err := startPacegate(ctx, fairConfig(sim.URL, mode, fc.Tenants))
 	if err != nil {
 		return nil, err
 	}
 	defer g.stop()
+	// A wake-up that did no work: in mode poll every capacity suspension
+	// (each is a 25 ms retry); in mode fair a delivery of a bucket already
+	// waiting for a slot (reason capacity_recheck). Joining the wait set
+	// (reason capacity in mode fair) is one suspension per wait, not a poll.
+	pollReason := "capacity"
+	if mode != "poll" {
+		pollReason = "capacity_recheck"
+	}
 	suspends := func() float64 {
-		return counterSum(g.Metrics.Registry(), "pacegate_suspends_total", "reason", "capacity")
+		return counterSum(g.Metrics.Registry(), "pacegate_suspends_total", "reason", pollReason)
 	}
 	out := map[string]fairWindow{}
 	for _, ph := range fc.Phases {
@@ -325,7 +322,7 @@ type fairRuns map[string]map[string]map[string]fairWindow
 func runFairness(ctx context.Context, e *env, res *ScenarioResult) error {
 	window := time.Duration(e.pick(3, 15)) * time.Second
 	cases := fairCases(window)
-	modes := fairRunModes()
+	modes := fairModes
 	res.Setup = fairSetup(cases, window)
 	res.Baseline = "`fairness.mode: poll`, today's design (no free upstream slot: the bucket is suspended for a fixed 25 ms " +
 		"and retried), on the same cases in the same run, each case on a fresh sim and gateway, poll then fair."
@@ -343,10 +340,6 @@ func runFairness(ctx context.Context, e *env, res *ScenarioResult) error {
 			runs[mode][fc.ID] = w
 		}
 	}
-	if !fairnessConfigSupported {
-		res.note("This build has no `fairness:` config (fairnessConfigSupported = false in bench/fairness.go): only mode poll ran, " +
-			"with the weights and priorities left out of the config; every bar needs the fair run, so each reads \"not run\".")
-	}
 	fairReport(e, res, cases, runs)
 	return nil
 }
@@ -360,7 +353,7 @@ func fairSetup(cases []fairCase, window time.Duration) string {
 		"a light client asks again within a millisecond of its slot freeing and keeps it, and poll looks fair). Figures come from a %s window "+
 		"after a warm-up (load continues %s past it): tokens are the content chunks received in the window, TTFT is client-side "+
 		"(queue wait included) of the requests started in it, tokens served = prompt + %d × completion tokens in the window, divided "+
-		"by the tenant's weight for Jain's index. Capacity polls = the rise of `pacegate_suspends_total{reason=\"capacity\"}` over the "+
+		"by the tenant's weight for Jain's index. Capacity polls = the rise of `pacegate_suspends_total` over the window, reason `capacity` in mode poll (each is a 25 ms retry) and `capacity_recheck` in mode fair (a waiting bucket delivered again without a grant) "+
 		"saturated windows, read from the gateway's metrics registry. Cases: ",
 		fairTTFT, fairITL, fairCapacity, fairRate, fairThink, window, fairTail, fairCompletionWeight)
 	for i, fc := range cases {

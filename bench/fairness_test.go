@@ -101,28 +101,20 @@ func TestCounterSum(t *testing.T) {
 func TestFairConfigParses(t *testing.T) {
 	tenants := fairCases(time.Second)[3].Tenants // bands: priorities
 	tenants = append(tenants, fairCases(time.Second)[2].Tenants...)
-	off := fairConfig("http://127.0.0.1:1", "fair", tenants, false).yaml()
-	if _, err := config.Parse([]byte(off)); err != nil {
-		t.Fatalf("config without the fairness fields does not parse: %v\n%s", err, off)
-	}
-	for _, field := range []string{"fairness", "weight", "priority"} {
-		if strings.Contains(off, field) {
-			t.Errorf("unsupported config has %q:\n%s", field, off)
+	for _, mode := range fairModes {
+		y := fairConfig("http://127.0.0.1:1", mode, tenants).yaml()
+		if _, err := config.Parse([]byte(y)); err != nil {
+			t.Fatalf("mode %s: the config does not parse: %v\n%s", mode, err, y)
 		}
 	}
-	on := fairConfig("http://127.0.0.1:1", "poll", tenants, true).yaml()
+	on := fairConfig("http://127.0.0.1:1", "reserve", tenants).yaml()
 	for _, want := range []string{
-		"fairness: {mode: poll, completion_weight: 2, bands: {low: {max_wait: 30s}}}\n",
+		"fairness: {mode: fair, completion_weight: 2, reserve: 1, bands: {low: {max_wait: 30s}}}\n",
 		`- {id: w4, keys: ["sk-w4"], weight: 4}`, `- {id: lo, keys: ["sk-lo"], priority: low}`,
 		"max_concurrency: 8", "rate: 1000",
 	} {
 		if !strings.Contains(on, want) {
 			t.Errorf("config lacks %q:\n%s", want, on)
-		}
-	}
-	if fairnessConfigSupported {
-		if _, err := config.Parse([]byte(on)); err != nil {
-			t.Fatalf("fairnessConfigSupported is true but the config does not parse: %v\n%s", err, on)
 		}
 	}
 }
@@ -164,8 +156,9 @@ func TestFairReport(t *testing.T) {
 	cases := fairCases(2 * time.Second)
 	e := &env{mode: "quick", out: t.TempDir()}
 	runs := fairRuns{
-		"poll": fakeFairRuns(cases, 1200, 900, 5000, []float64{1, 1, 1}),
-		"fair": fakeFairRuns(cases, 25, 22, 0, []float64{1, 2, 4}),
+		"poll":    fakeFairRuns(cases, 1200, 900, 5000, []float64{1, 1, 1}),
+		"fair":    fakeFairRuns(cases, 25, 22, 0, []float64{1, 2, 4}),
+		"reserve": fakeFairRuns(cases, 25, 22, 0, []float64{1, 2, 4}),
 	}
 	res := &ScenarioResult{}
 	fairReport(e, res, cases, runs)
@@ -189,7 +182,7 @@ func TestFairReport(t *testing.T) {
 	pollOnly := &ScenarioResult{}
 	fairReport(e, pollOnly, cases, fairRuns{"poll": runs["poll"]})
 	for _, b := range pollOnly.Bars {
-		if b.Pass || !strings.HasSuffix(b.Measured, "fair: not run") {
+		if b.Pass || !strings.HasSuffix(b.Measured, "fair: not run; reserve: not run") {
 			t.Errorf("poll only: bar %q pass %v, measured %q", b.Claim, b.Pass, b.Measured)
 		}
 	}

@@ -41,6 +41,7 @@ type nullUpstreams struct{}
 
 func (nullUpstreams) TryAcquire(string) (consume.Slot, bool) { return nullSlot{}, true }
 func (nullUpstreams) OnFree(func([]string))                  {}
+func (nullUpstreams) Free(string) (int, int)                 { return 1, 1 }
 
 type nullSlot struct{}
 

@@ -64,6 +64,9 @@ type capacity struct {
 	wake  func(policy.Key) bool // nil on a backend that cannot be woken
 	wait  time.Duration         // how long a waiting bucket is suspended
 	hold  time.Duration         // how long a grant is held for its bucket
+	// reserve is how many of a model's free slots only a bucket entitled
+	// to them may take (see [fairshare.Scheduler.Entitled]).
+	reserve int
 
 	mu     sync.Mutex
 	grants map[policy.Key]*grant
@@ -75,8 +78,8 @@ type grant struct {
 	timer *time.Timer // gives the slot to the next bucket if unclaimed
 }
 
-func newCapacity(up Upstreams, sched *fairshare.Scheduler, mode CapacityMode, q *Queue) *capacity {
-	c := &capacity{up: up, sched: sched, mode: mode, wait: capacityWaitBroker, grants: map[policy.Key]*grant{}}
+func newCapacity(up Upstreams, sched *fairshare.Scheduler, mode CapacityMode, reserve int, q *Queue) *capacity {
+	c := &capacity{up: up, sched: sched, mode: mode, reserve: reserve, wait: capacityWaitBroker, grants: map[policy.Key]*grant{}}
 	if q.Wakeable() {
 		c.wake, c.wait = q.Wake, capacityWaitWakeable
 	}
@@ -94,7 +97,7 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 	if s, ok := c.claim(k); ok {
 		return s, true, false
 	}
-	if c.mode == CapacityPoll || !c.sched.Waiting(k.Model) {
+	if c.mode == CapacityPoll || !c.sched.Waiting(k.Model) && c.mayTake(k, band) {
 		if s, ok := c.up.TryAcquire(k.Model); ok {
 			return s, true, false
 		}
@@ -113,6 +116,31 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 		return s, true, false
 	}
 	return nil, false, !joined
+}
+
+// mayTake reports whether k may take a free slot of its model now: any
+// free slot beyond the reserve, or a reserved one when k is entitled.
+func (c *capacity) mayTake(k policy.Key, band int) bool {
+	if c.reserve <= 0 || c.mode == CapacityPoll {
+		return true
+	}
+	free, total := c.up.Free(k.Model)
+	return free > c.reserve || c.sched.Entitled(k, band, total)
+}
+
+// pick is the waiting bucket the next free slot of models goes to: the
+// one owed the most or, once the free slots are down to the reserve, the
+// one owed the most among those entitled to a reserved slot. Requires mu
+// held.
+func (c *capacity) pick(models []string) (policy.Key, bool) {
+	k, ok := c.sched.Best(models)
+	if !ok || c.reserve <= 0 {
+		return k, ok
+	}
+	if free, _ := c.up.Free(k.Model); free > c.reserve {
+		return k, true
+	}
+	return c.sched.BestEntitled(models, func(m string) int { _, total := c.up.Free(m); return total })
 }
 
 // claim takes the slot granted to k, if any.
@@ -164,7 +192,7 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for len(*models) > 0 {
-		k, ok := c.sched.Best(*models)
+		k, ok := c.pick(*models)
 		if !ok {
 			return k, false
 		}

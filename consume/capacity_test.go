@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacegate/pacegate/consume/fairshare"
 	"github.com/pacegate/pacegate/policy"
 )
 
@@ -179,19 +180,40 @@ func TestGrantHeldForABucketThatCannotBeWoken(t *testing.T) {
 	r.c.Close(context.Background())
 }
 
-func TestMeterChargesStreamThenSettlesOnUsage(t *testing.T) {
-	r := newRig(time.Millisecond, nil)
+func TestMeterChargesExpectedThenActual(t *testing.T) {
+	chunk := Event{Kind: EventChunk, Data: []byte(`{"choices":[{"delta":{"content":"a"}}]}`)}
+	counter := func(s *fairshare.Scheduler, k policy.Key) float64 { f, _ := s.Flow(k, time.Now()); return f.Counter }
 	k := policy.Key{Tenant: "acme", Model: "m"}
-	s := r.c.Fairness()
-	s.Start(k, 5, time.Now()) // the prompt estimate
-	m := newMeter(s, k, 2, 5)
-	m.observe(Event{Kind: EventChunk, Data: []byte(`{"choices":[{"delta":{"content":"a"}}]}`)})
-	m.observe(Event{Kind: EventChunk, Data: []byte(`{"choices":[{"delta":{"content":"b"}}]}`)})
-	if f, _ := s.Flow(k, time.Now()); f.Counter != 9 {
-		t.Fatalf("after two streamed tokens: counter %v, want 5 + 2×2", f.Counter)
-	}
-	m.observe(Event{Kind: EventChunk, Data: []byte(`{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}`)})
-	if f, _ := s.Flow(k, time.Now()); f.Counter != 13 {
-		t.Fatalf("after the usage chunk: counter %v, want 7 + 2×3", f.Counter)
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		end    bool
+		want   []float64 // counter after the start, then after each event (and after end)
+	}{
+		{"within the expectation, settled by usage", []Event{chunk, chunk,
+			{Kind: EventChunk, Data: []byte(`{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9}}`)}},
+			false, []float64{5 + 2*3, 11, 11, 7 + 2*2}},
+		{"beyond the expectation, charged as it streams", []Event{chunk, chunk, chunk, chunk}, true,
+			[]float64{11, 11, 11, 11, 13, 5 + 2*4}},
+		{"cut short, charged what it produced", []Event{chunk}, true, []float64{11, 11, 5 + 2*1}},
+		{"non-streamed body", []Event{{Kind: EventBody, Data: []byte(`{"choices":[{}],"usage":{"prompt_tokens":4,"completion_tokens":10}}`)}},
+			true, []float64{11, 4 + 2*10, 4 + 2*10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fairshare.New(0)
+			m := startMeter(s, k, 2, &Request{PromptTokens: 5, CompletionTokens: 3}, time.Now())
+			got := []float64{counter(s, k)}
+			for _, ev := range tc.events {
+				m.observe(ev)
+				got = append(got, counter(s, k))
+			}
+			if tc.end {
+				m.end()
+				got = append(got, counter(s, k))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("counter steps %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

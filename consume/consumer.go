@@ -49,6 +49,13 @@ type ConsumerConfig struct {
 	// Fairness is the fair-share scheduler. Nil means a new one with the
 	// default half-life.
 	Fairness *fairshare.Scheduler
+	// Reserve is how many of a model's free slots are kept, in fair mode,
+	// for buckets of the high band and buckets below their weighted share
+	// of the model's slots: a newcomer then finds a slot at once instead of
+	// waiting for the next one to free, at the cost of up to Reserve idle
+	// slots while only buckets above their share wait. Zero (the default)
+	// keeps the pool work-conserving: no slot waits while a bucket does.
+	Reserve int
 	// Observer receives metrics hooks. Nil means none.
 	Observer Observer
 	// Logger receives panics. Nil means slog.Default().
@@ -108,7 +115,7 @@ func NewConsumer(cfg ConsumerConfig) *Consumer {
 	if !c.q.Wakeable() {
 		c.maxSuspend = max(maxSuspendWithoutWake, c.minSuspend)
 	}
-	c.cap = newCapacity(cfg.Upstreams, cfg.Fairness, cfg.Capacity, c.q)
+	c.cap = newCapacity(cfg.Upstreams, cfg.Fairness, cfg.Capacity, cfg.Reserve, c.q)
 	c.q.onIdle = cfg.Fairness.Idle
 	return c
 }

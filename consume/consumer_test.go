@@ -33,6 +33,14 @@ func (b *fakeBackend) MinSuspend() time.Duration              { return b.min }
 func (*fakeBackend) Ready(context.Context) error              { return nil }
 func (f *fakeUpstreams) TryAcquire(model string) (Slot, bool) { return f.acquire(model) }
 func (f *fakeUpstreams) OnFree(fn func([]string))             { f.onFree = fn }
+func (f *fakeUpstreams) Free(string) (int, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.full {
+		return 0, f.limit
+	}
+	return f.limit - f.inUse, f.limit
+}
 func (p fakePacer) Wait(k policy.Key, c float64) time.Duration {
 	return p(k, c)
 }

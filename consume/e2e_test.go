@@ -70,6 +70,7 @@ type instantUpstreams struct{}
 
 func (instantUpstreams) TryAcquire(string) (consume.Slot, bool) { return instantSlot{}, true }
 func (instantUpstreams) OnFree(func([]string))                  {}
+func (instantUpstreams) Free(string) (int, int)                 { return 1, 1 }
 
 type instantSlot struct{}
 

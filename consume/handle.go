@@ -103,9 +103,10 @@ func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
 	}
 	c.q.depart(p, true)
 	c.obs.Released(k, now.Sub(p.Req.Submitted))
-	c.cfg.Fairness.Start(k, float64(p.Req.PromptTokens), now)
-	if !c.goInvoke(func() { c.invoke(p, slot) }) {
+	m := startMeter(c.cfg.Fairness, k, c.cfg.CompletionWeight, p.Req, now)
+	if !c.goInvoke(func() { c.invoke(p, slot, m) }) {
 		slot.Release()
+		m.end()
 		c.cfg.Fairness.Done(k)
 		p.Send(Event{Kind: EventError, Err: ErrConsumerClosed})
 	}
@@ -116,10 +117,10 @@ func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
 // or EventError. Every Send returns once the client is gone, so this never
 // blocks forever; cancelling p.Ctx aborts the call. The response is
 // metered into the bucket's fair share as it streams.
-func (c *Consumer) invoke(p *Pending, slot Slot) {
+func (c *Consumer) invoke(p *Pending, slot Slot, m *meter) {
 	k := p.Req.Key
-	m := newMeter(c.cfg.Fairness, k, c.cfg.CompletionWeight, float64(p.Req.PromptTokens))
 	defer c.cfg.Fairness.Done(k)
+	defer m.end()
 	defer func() {
 		if v := recover(); v != nil {
 			slot.Release() // a no-op if Do already released it

@@ -24,6 +24,9 @@ type Upstreams interface {
 	// blocking. It returns false when every such upstream is at its
 	// concurrency limit or down.
 	TryAcquire(model string) (Slot, bool)
+	// Free reports the free and total slots of the available upstreams
+	// serving model.
+	Free(model string) (free, total int)
 	// OnFree installs f, called with the models of an upstream whenever
 	// capacity may have freed on it (a slot was released, the upstream
 	// came back or its models changed). f is called without the pool's

@@ -14,43 +14,71 @@ import (
 // reading one.
 const DefaultCompletionWeight = 2
 
-// meter charges one running request's service to its bucket as the
-// response streams: each data event counts as one completion token until
-// the upstream reports usage, which then sets the exact totals. Only the
-// request's invocation goroutine uses it.
+// meter charges one running request's service to its bucket. The service
+// it is expected to take (prompt plus w × expected completion) is charged
+// when it starts: a slot is held for a whole request, so a bucket that
+// starts long generations must pay for them before the next slot is
+// handed out, not only while they run. As the response streams, each data
+// event counts as one completion token; tokens beyond the expectation are
+// charged as they come. Reported usage sets the exact totals, and at the
+// end whatever was charged and not generated is given back, so a stream
+// cut short is charged what it produced. Only the request's invocation
+// goroutine uses it.
 type meter struct {
 	sched *fairshare.Scheduler
 	k     policy.Key
 	w     float64
-	// charged is the service charged so far; prompt is its prompt part.
-	charged, prompt float64
-	exact           bool // usage was reported: chunks no longer count
+	// prompt and expected are the start's estimates; streamed counts data
+	// events; charged is the service charged so far.
+	prompt, expected, streamed, charged float64
+	settled                             bool // final usage seen: the totals are exact
 }
 
-func newMeter(s *fairshare.Scheduler, k policy.Key, w float64, prompt float64) *meter {
-	return &meter{sched: s, k: k, w: w, charged: prompt, prompt: prompt}
+// startMeter charges the request's expected service and returns its meter.
+func startMeter(s *fairshare.Scheduler, k policy.Key, w float64, req *Request, now time.Time) *meter {
+	m := &meter{sched: s, k: k, w: w, prompt: float64(req.PromptTokens), expected: float64(req.CompletionTokens)}
+	m.charged = m.prompt + w*m.expected
+	s.Start(k, m.charged, now)
+	return m
 }
 
 // observe charges what ev shows of the response.
 func (m *meter) observe(ev Event) {
-	switch ev.Kind {
-	case EventChunk, EventBody:
-		if u, ok := ParseUsage(ev.Data); ok {
-			m.settle(u)
-			return
-		}
-		if ev.Kind == EventChunk && !m.exact {
+	if m.settled || (ev.Kind != EventChunk && ev.Kind != EventBody) {
+		return
+	}
+	if u, ok := ParseUsage(ev.Data); ok {
+		m.usage(u, ev.Kind == EventBody || u.Only)
+		return
+	}
+	if ev.Kind == EventChunk {
+		m.streamed++
+		if m.streamed > m.expected {
 			m.add(m.w)
 		}
 	}
 }
 
-// settle charges the difference to the reported usage. Usage reported on
-// every chunk (continuous usage stats) is cumulative, so settling again
-// just tops up.
-func (m *meter) settle(u Usage) {
-	m.exact = true
-	m.add(float64(u.PromptTokens) + m.w*float64(u.CompletionTokens) - m.charged)
+// usage charges reported usage. Final usage (a body, or the usage-only
+// chunk that ends a stream) sets the totals; usage on every chunk
+// (continuous usage stats) is cumulative and only tops up past the
+// expectation until then.
+func (m *meter) usage(u Usage, final bool) {
+	m.streamed = float64(u.CompletionTokens)
+	if final {
+		m.settled = true
+		m.add(float64(u.PromptTokens) + m.w*float64(u.CompletionTokens) - m.charged)
+		return
+	}
+	m.add(max(m.prompt+m.w*max(m.streamed, m.expected)-m.charged, 0))
+}
+
+// end gives back what was charged and not generated when no final usage
+// came (the stream broke off, or the client left).
+func (m *meter) end() {
+	if !m.settled {
+		m.add(m.prompt + m.w*m.streamed - m.charged)
+	}
 }
 
 func (m *meter) add(v float64) {

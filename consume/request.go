@@ -23,10 +23,13 @@ type Request struct {
 	// 1 = normal, 2 = low) and Weight its fair-share weight (> 0).
 	Band   int
 	Weight float64
-	// PromptTokens estimates the prompt, charged to the bucket's fair
-	// share when the request starts; the real count replaces it when the
+	// PromptTokens estimates the prompt and CompletionTokens the
+	// completion (max_tokens, or the gateway's default reservation). Both
+	// are charged to the bucket's fair share when the request starts; the
+	// tokens actually generated replace them as they stream and when the
 	// upstream reports usage.
-	PromptTokens int64
+	PromptTokens     int64
+	CompletionTokens int64
 	// MaxBacklog is the bucket's backlog limit (<= 0: none).
 	MaxBacklog int
 	// Submitted is when the request entered its bucket.

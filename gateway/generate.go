@@ -92,11 +92,16 @@ func (s *Server) admit(r *http.Request, ep endpoint) (*exchange, *APIError) {
 
 // reservation is the token cost reserved at admission.
 func (s *Server) reservation(req *apiRequest) int64 {
-	completion := req.MaxTokens
-	if completion == 0 {
-		completion = s.cfg.DefaultCompletionTokens
+	return req.PromptTokens + s.expectedCompletion(req)
+}
+
+// expectedCompletion is what a request is expected to generate: its
+// max_tokens, or the default reservation when it sets none.
+func (s *Server) expectedCompletion(req *apiRequest) int64 {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
 	}
-	return req.PromptTokens + completion
+	return s.cfg.DefaultCompletionTokens
 }
 
 // predictedWait estimates how long the bucket's backlog takes to drain at
@@ -124,7 +129,7 @@ func (s *Server) submit(x *exchange) *APIError {
 	p, err := s.cfg.Queue.Submit(x.ctx, &consume.Request{
 		ID: x.id, Key: x.key, Path: x.req.Path, Body: x.req.Body, Stream: x.req.Stream,
 		Band: x.tenant.Priority.Band(), Weight: x.tenant.Weight, PromptTokens: x.req.PromptTokens,
-		MaxBacklog: limits.Backlog, Submitted: x.admitted,
+		CompletionTokens: s.expectedCompletion(x.req), MaxBacklog: limits.Backlog, Submitted: x.admitted,
 	})
 	if err == nil {
 		x.pending = p

@@ -37,6 +37,7 @@ type scriptedUpstreams struct {
 
 func (u *scriptedUpstreams) TryAcquire(string) (consume.Slot, bool) { return scriptedSlot{u}, !u.full }
 func (u *scriptedUpstreams) OnFree(func([]string))                  {}
+func (u *scriptedUpstreams) Free(string) (int, int)                 { return 1, 1 }
 
 type scriptedSlot struct{ u *scriptedUpstreams }
 

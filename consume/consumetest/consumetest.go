@@ -101,3 +101,4 @@ type noUpstreams struct{}
 
 func (noUpstreams) TryAcquire(string) (consume.Slot, bool) { return nil, false }
 func (noUpstreams) OnFree(func([]string))                  {}
+func (noUpstreams) Free(string) (int, int)                 { return 0, 0 }

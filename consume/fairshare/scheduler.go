@@ -75,7 +75,7 @@ func (s *Scheduler) model(name string) *model {
 func (s *Scheduler) flow(k policy.Key) *flow {
 	f := s.flows[k]
 	if f == nil {
-		f = &flow{key: k, weight: 1, hidx: -1}
+		f = &flow{key: k, band: 1, weight: 1, hidx: -1}
 		s.flows[k] = f
 	}
 	return f
@@ -227,6 +227,7 @@ func (s *Scheduler) Start(k policy.Key, promptTokens float64, now time.Time) {
 	f := s.flow(k)
 	f.running++
 	s.charge(f, promptTokens, now)
+	s.fix(f)
 }
 
 // Charge adds tokens (already weighted by the completion weight where
@@ -249,9 +250,7 @@ func (s *Scheduler) charge(f *flow, tokens float64, now time.Time) {
 	f.counter = max(f.counter+v, 0)
 	f.decay(now.UnixNano(), s.halfLife)
 	f.recent = max(f.recent+v, 0)
-	if f.hidx >= 0 {
-		s.models[f.key.Model].heaps[f.band].fix(f.hidx)
-	}
+	s.fix(f)
 }
 
 // Done records that one request of k left the pool.
@@ -260,7 +259,16 @@ func (s *Scheduler) Done(k policy.Key) {
 	defer s.mu.Unlock()
 	if f := s.flows[k]; f != nil {
 		f.running = max(f.running-1, 0)
+		s.fix(f)
 		s.forget(f)
+	}
+}
+
+// fix restores f's place in its wait set after its key changed. Requires
+// mu held.
+func (s *Scheduler) fix(f *flow) {
+	if f.hidx >= 0 {
+		s.models[f.key.Model].heaps[f.band].fix(f.hidx)
 	}
 }
 
@@ -285,10 +293,16 @@ func (f *flow) decay(now int64, halfLife float64) {
 	f.decayAt = max(f.decayAt, now)
 }
 
-// before orders flows within a band.
+// before orders flows within a band: the lowest counter, then the one
+// with fewer requests running (a bucket lifted to the others' counter on
+// its return is not made to wait behind one that holds many slots), then
+// the earliest join.
 func (f *flow) before(g *flow) bool {
 	if f.counter != g.counter {
 		return f.counter < g.counter
+	}
+	if f.running != g.running {
+		return f.running < g.running
 	}
 	return f.seq < g.seq
 }

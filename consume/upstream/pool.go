@@ -155,6 +155,20 @@ func (p *Pool) Models() []string {
 	return slices.Compact(all)
 }
 
+// Free implements [consume.Upstreams.Free].
+func (p *Pool) Free(model string) (free, total int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	for _, u := range p.ups {
+		if u.available(now) && u.serves(model) {
+			total += u.max
+			free += max(u.max-u.inFlight, 0)
+		}
+	}
+	return free, total
+}
+
 // Serves reports whether some upstream, healthy or not, serves model.
 func (p *Pool) Serves(model string) bool {
 	p.mu.Lock()

@@ -81,7 +81,7 @@ func New(cfg *config.File, opts Options) (*App, error) {
 	}
 	a.Consumer = consume.NewConsumer(consume.ConsumerConfig{
 		Queue: a.Queue, Pacer: a.Pacer, Upstreams: a.Pool, Fairness: a.fairness,
-		Capacity: capacityMode(cfg), CompletionWeight: cfg.Fairness.CompletionWeight,
+		Capacity: capacityMode(cfg), CompletionWeight: cfg.Fairness.CompletionWeight, Reserve: cfg.Fairness.Reserve,
 		Observer: opts.ConsumerObserver, Logger: logger,
 	})
 	// A rate change reaches requests already queued: suspended buckets

@@ -154,8 +154,13 @@ type FairnessSpec struct {
 	Mode string `yaml:"mode"` // "fair" (default) or "poll": the old 25 ms capacity poll, kept to measure against
 	// CompletionWeight is w in service = prompt tokens + w × completion
 	// tokens; default 2, must be > 0.
-	CompletionWeight float64   `yaml:"completion_weight"`
-	Bands            BandsSpec `yaml:"bands"`
+	CompletionWeight float64 `yaml:"completion_weight"`
+	// Reserve is how many free slots of a model are kept for tenants of
+	// the high band and tenants below their weighted share of the model's
+	// slots; 0 (the default) keeps the pool work-conserving. See the
+	// README's "Fair share of a saturated pool".
+	Reserve int       `yaml:"reserve"`
+	Bands   BandsSpec `yaml:"bands"`
 }
 
 // Fairness modes.

@@ -217,6 +217,9 @@ func (s *FairnessSpec) validate(p *problems) {
 		p.add("fairness.mode", "must be fair or poll")
 	}
 	finitePositive(p, "fairness.completion_weight", s.CompletionWeight)
+	if s.Reserve < 0 {
+		p.add("fairness.reserve", "must be >= 0")
+	}
 	for _, b := range s.Bands.named() {
 		if b.spec.MaxWait < 0 {
 			p.add("fairness.bands."+b.name+".max_wait", "must be >= 0")

@@ -1,0 +1,68 @@
+package fairshare
+
+import (
+	"github.com/pacegate/pacegate/policy"
+)
+
+// Entitled reports whether bucket k, of band, may take one of a model's
+// last free slots, the ones kept in reserve: it is in the high band, or
+// it runs fewer requests than its weighted share of the model's total
+// slots, shared among the buckets that are waiting for or using them. A
+// bucket the scheduler does not know runs nothing and is entitled.
+func (s *Scheduler) Entitled(k policy.Key, band, total int) bool {
+	if band == 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flows[k]
+	return f == nil || s.entitled(f, total, s.activeWeight(k.Model))
+}
+
+// BestEntitled is [Scheduler.Best] among the waiting buckets that are
+// [Scheduler.Entitled] to a reserved slot; total gives each model's total
+// slots. It scans the wait sets, so it is for the reserve, not for every
+// grant.
+func (s *Scheduler) BestEntitled(models []string, total func(model string) int) (policy.Key, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for b := range NumBands {
+		var top *flow
+		for _, name := range models {
+			m := s.models[name]
+			if m == nil || len(m.heaps[b]) == 0 {
+				continue
+			}
+			t, active := total(name), s.activeWeight(name)
+			for _, f := range m.heaps[b] {
+				if (top == nil || f.before(top)) && s.entitled(f, t, active) {
+					top = f
+				}
+			}
+		}
+		if top != nil {
+			return top.key, true
+		}
+	}
+	return policy.Key{}, false
+}
+
+// entitled requires mu held; active is the model's activeWeight.
+func (s *Scheduler) entitled(f *flow, total int, active float64) bool {
+	if f.band == 0 || active <= 0 {
+		return true
+	}
+	return float64(f.running) < float64(total)*f.weight/active
+}
+
+// activeWeight sums the weights of model's buckets that wait for or use
+// its slots. Requires mu held; a pass over the flows.
+func (s *Scheduler) activeWeight(model string) float64 {
+	var w float64
+	for _, f := range s.flows {
+		if f.key.Model == model && (f.hidx >= 0 || f.running > 0) {
+			w += f.weight
+		}
+	}
+	return w
+}
