@@ -134,8 +134,9 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte(`{"status":"ok"}`))
 }
 
-// readyz is true when the queue backend works and at least one upstream is
-// usable, and the server is not draining.
+// readyz is true when the queue backend works, some upstream is healthy
+// with its models known (so /v1/models lists them), and the server is not
+// shutting down.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -147,7 +148,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		problems = append(problems, "queue: "+err.Error())
 	}
 	if !s.cfg.Pool.Ready() {
-		problems = append(problems, "upstreams: none healthy")
+		problems = append(problems, "upstreams: none healthy with known models")
 	}
 	if len(problems) > 0 {
 		writeError(w, errUnavailable("not ready: "+errors.Join(stringErrs(problems)...).Error()))

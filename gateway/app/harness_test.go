@@ -54,7 +54,14 @@ type testApp struct {
 func startApp(t *testing.T, simCfg vllmsim.Config, body string) *testApp {
 	t.Helper()
 	sim := vllmsim.New(simCfg)
-	ts := httptest.NewServer(sim)
+	return startAppBehind(t, sim, sim, body)
+}
+
+// startAppBehind is startApp with the upstream served by h, which fronts
+// sim (h may be sim itself).
+func startAppBehind(t *testing.T, sim *vllmsim.Server, h http.Handler, body string) *testApp {
+	t.Helper()
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	cfg := parse(t, configText(ts.URL, body))
 	ta := &testApp{t: t, sim: sim, logs: new(syncBuffer)}
