@@ -73,7 +73,7 @@ func startAppBehind(t *testing.T, sim *vllmsim.Server, h http.Handler, body stri
 		t.Fatal(err)
 	}
 	ta.a = a
-	t.Cleanup(func() { _ = a.Shutdown(context.Background(), time.Second) })
+	t.Cleanup(func() { _ = a.Shutdown(context.Background(), 0, time.Second) })
 	return ta
 }
 
@@ -120,6 +120,22 @@ func (ta *testApp) admin(method, path, body string) (int, string) {
 	req, _ := http.NewRequest(method, "http://"+ta.a.AdminAddr()+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		ta.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// get sends a GET with the key sk-acme on a new connection, so that an
+// answer also shows that the listener accepts.
+func (ta *testApp) get(path string) (int, string) {
+	ta.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, ta.a.URL()+path, nil)
+	req.Header.Set("Authorization", "Bearer sk-acme")
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Do(req)
 	if err != nil {
 		ta.t.Fatal(err)
 	}

@@ -65,17 +65,3 @@ func TestReadyzAgreesWithModels(t *testing.T) {
 		t.Fatalf("chat once ready: %d %s", code, body)
 	}
 }
-
-// get sends an authenticated GET to the gateway.
-func (ta *testApp) get(path string) (int, string) {
-	ta.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, ta.a.URL()+path, nil)
-	req.Header.Set("Authorization", "Bearer sk-acme")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		ta.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}

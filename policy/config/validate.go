@@ -64,6 +64,7 @@ func (s *Server) validate(p *problems) {
 	positive(p, "server.max_header_bytes", s.MaxHeaderBytes)
 	positive(p, "server.request_timeout", s.RequestTimeout)
 	positive(p, "server.heartbeat", s.Heartbeat)
+	nonNegative(p, "server.shutdown_delay", s.ShutdownDelay)
 	positive(p, "server.shutdown_grace", s.ShutdownGrace)
 }
 
@@ -330,7 +331,7 @@ func positive[T int | ~int64 | float64](p *problems, path string, v T) {
 	}
 }
 
-func nonNegative[T int | int64](p *problems, path string, v *T) {
+func nonNegative[T int | ~int64](p *problems, path string, v *T) {
 	if v != nil && *v < 0 {
 		p.add(path, "must be >= 0")
 	}
