@@ -90,7 +90,7 @@ func (g *pacegate) waitReady(ctx context.Context) error {
 func (g *pacegate) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = g.Shutdown(ctx, 2*time.Second)
+	_ = g.Shutdown(ctx, 0, 2*time.Second)
 	g.cancel()
 }
 

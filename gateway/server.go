@@ -59,11 +59,12 @@ type Config struct {
 // Server is the OpenAI-compatible HTTP handler. It is safe for concurrent
 // use.
 type Server struct {
-	cfg      Config
-	router   chi.Router
-	draining atomic.Bool
-	cut      chan struct{} // closed by Cut
-	cutOnce  sync.Once
+	cfg       Config
+	router    chi.Router
+	withdrawn atomic.Bool   // /readyz fails
+	draining  atomic.Bool   // new generation requests get 503
+	cut       chan struct{} // closed by Cut
+	cutOnce   sync.Once
 }
 
 // New returns a Server for cfg, with defaults filled in.
@@ -102,9 +103,17 @@ func withDefaults(cfg Config) Config {
 // ServeHTTP implements [http.Handler].
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
+// Withdraw turns /readyz false ("draining") while every request is still
+// served as usual: the first step of a shutdown, which lets load
+// balancers stop routing here before the listener closes.
+func (s *Server) Withdraw() { s.withdrawn.Store(true) }
+
 // Drain makes the server refuse new generation requests with 503 while the
-// ones in flight finish; /readyz turns false so load balancers move away.
-func (s *Server) Drain() { s.draining.Store(true) }
+// ones in flight finish; it implies Withdraw.
+func (s *Server) Drain() {
+	s.Withdraw()
+	s.draining.Store(true)
+}
 
 // Cut ends every request still in flight with an explicit error (an SSE
 // error event, or a 503 when nothing was sent yet): the end of a shutdown
@@ -133,20 +142,21 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte(`{"status":"ok"}`))
 }
 
-// readyz is true when the queue backend works and at least one upstream is
-// usable, and the server is not draining.
+// readyz is true when the queue backend works, some upstream is healthy
+// with its models known (so /v1/models lists them), and the server is not
+// shutting down.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	var problems []string
-	if s.draining.Load() {
+	if s.withdrawn.Load() {
 		problems = append(problems, "draining")
 	}
 	if err := s.cfg.Queue.Ready(ctx); err != nil {
 		problems = append(problems, "queue: "+err.Error())
 	}
 	if !s.cfg.Pool.Ready() {
-		problems = append(problems, "upstreams: none healthy")
+		problems = append(problems, "upstreams: none healthy with known models")
 	}
 	if len(problems) > 0 {
 		writeError(w, errUnavailable("not ready: "+errors.Join(stringErrs(problems)...).Error()))

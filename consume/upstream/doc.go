@@ -22,4 +22,10 @@
 // prober started by [Pool.Start] GETs /health of every upstream whose
 // backoff has passed, marking it up on 200 and down otherwise, and
 // refreshes the models of upstreams configured without a model list.
+//
+// [Pool.Ready] means some upstream can serve: it is healthy and its
+// models are known. Until then the prober checks every upstream every
+// DownBackoff, backoff or not, so a vLLM that was still loading its
+// model serves within a second of coming up. A discovering upstream
+// that a successful request brings back is probed at once.
 package upstream

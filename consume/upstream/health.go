@@ -29,7 +29,8 @@ func (p *Pool) markDown(u *upstream, cause error) {
 }
 
 // markUp records a success: u is healthy and its backoff starts over.
-func (p *Pool) markUp(u *upstream) {
+// It reports whether u was down.
+func (p *Pool) markUp(u *upstream) (recovered bool) {
 	p.mu.Lock()
 	was := u.healthy
 	u.healthy, u.backoff, u.downUntil = true, 0, time.Time{}
@@ -38,5 +39,16 @@ func (p *Pool) markUp(u *upstream) {
 	if !was {
 		p.log.Info("upstream healthy again", slog.String("upstream", u.url))
 		p.freed(models) // its slots are usable again
+	}
+	return !was
+}
+
+// passiveUp is markUp for a request that succeeded. An upstream that
+// discovers its models and recovers this way is probed at once: it may
+// have come back serving other models, which should not wait for the
+// next probe.
+func (p *Pool) passiveUp(u *upstream) {
+	if p.markUp(u) && u.dynamic {
+		p.goProbe(u)
 	}
 }

@@ -30,6 +30,7 @@ type Pool struct {
 	life    sync.Mutex // guards the fields below
 	started bool
 	closed  bool
+	ctx     context.Context // the prober's; set by Start
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -181,13 +182,16 @@ func (p *Pool) Serves(model string) bool {
 	return false
 }
 
-// Ready reports whether at least one upstream is available.
+// Ready reports whether some upstream can serve: it passed its last
+// check and its models are known (configured, or discovered). An
+// upstream merely past its backoff does not count: until a check or a
+// request proves it back, and its models are discovered, /v1/models
+// would be empty and every request a 404.
 func (p *Pool) Ready() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now()
 	for _, u := range p.ups {
-		if u.available(now) {
+		if u.healthy && len(u.models) > 0 {
 			return true
 		}
 	}

@@ -24,7 +24,8 @@ func (p *Pool) Start(ctx context.Context) error {
 		return ErrClosed
 	}
 	p.started = true
-	ctx, p.cancel = context.WithCancel(ctx)
+	p.ctx, p.cancel = context.WithCancel(ctx)
+	ctx = p.ctx
 	p.probeAll(ctx, true)
 	p.wg.Add(1)
 	go p.probeLoop(ctx)
@@ -44,23 +45,48 @@ func (p *Pool) Close() {
 	p.wg.Wait()
 }
 
+// probeLoop probes every HealthInterval, except while the pool is not
+// Ready: then it probes every upstream, backoff or not, every DownBackoff
+// (if shorter). Nothing can be served until some upstream is back, and
+// one that spent minutes loading its model would otherwise be at its
+// longest backoff when it comes up.
 func (p *Pool) probeLoop(ctx context.Context) {
 	defer p.wg.Done()
-	t := time.NewTicker(p.cfg.HealthInterval)
+	t := time.NewTimer(p.probeInterval())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			p.probeAll(ctx, false)
+			p.probeAll(ctx, !p.Ready())
+			t.Reset(p.probeInterval())
 		}
 	}
 }
 
+func (p *Pool) probeInterval() time.Duration {
+	if p.Ready() {
+		return p.cfg.HealthInterval
+	}
+	return min(p.cfg.HealthInterval, p.cfg.DownBackoff)
+}
+
+// goProbe probes u on a goroutine of its own that Close waits for. It
+// does nothing unless the prober runs.
+func (p *Pool) goProbe(u *upstream) {
+	p.life.Lock()
+	defer p.life.Unlock()
+	if !p.started || p.closed {
+		return
+	}
+	ctx := p.ctx
+	p.wg.Go(func() { p.probe(ctx, u) })
+}
+
 // probeAll checks every upstream whose backoff has passed, in parallel,
 // and returns when all checks are done. force probes even upstreams in
-// backoff (at Start).
+// backoff (at Start, and while the pool is not ready).
 func (p *Pool) probeAll(ctx context.Context, force bool) {
 	var wg sync.WaitGroup
 	for _, u := range p.ups {

@@ -91,7 +91,7 @@ func (s *slot) send(ctx context.Context, req *consume.Request) (*http.Response, 
 		return nil, nil, true, fmt.Errorf("%w: %s: %w", ErrUpstreamUnavailable, s.u.url, err)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		s.p.markUp(s.u)
+		s.p.passiveUp(s.u)
 		return resp, cancel, false, nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxErrorBodyBytes))
@@ -103,7 +103,7 @@ func (s *slot) send(ctx context.Context, req *consume.Request) (*http.Response, 
 		s.p.markDown(s.u, serr)
 		return nil, nil, true, serr
 	}
-	s.p.markUp(s.u) // it answered: alive
+	s.p.passiveUp(s.u) // it answered: alive
 	return nil, nil, false, serr
 }
 

@@ -43,7 +43,8 @@ type App struct {
 	fairness *fairshare.Scheduler // the pool's fair share, read by metrics and the admin API
 	server   *http.Server
 	ln       net.Listener
-	done     chan struct{} // closed when the HTTP server has stopped serving
+	done     chan struct{}                        // closed when the HTTP server has stopped serving
+	after    func(time.Duration) <-chan time.Time // a seam for tests; time.After otherwise
 }
 
 // Options tune New beyond the config file.
@@ -66,7 +67,7 @@ func New(cfg *config.File, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{logger: logger, cfg: cfg, done: make(chan struct{})}
+	a := &App{logger: logger, cfg: cfg, done: make(chan struct{}), after: time.After}
 	a.Table = policy.NewTable(quotas)
 	a.Pacer = policy.NewPacer(policy.SharedRate(a.Table, replicas(cfg)))
 	a.Admitter = policy.NewAdmitter(a.Table)
@@ -183,7 +184,7 @@ func (a *App) Start(ctx context.Context) error {
 	}()
 	a.logger.Info("pacegate listening", "addr", ln.Addr().String(), "queue", a.config().Queue.Backend)
 	if err := a.startOps(ctx); err != nil {
-		_ = a.Shutdown(context.WithoutCancel(ctx), 0)
+		_ = a.Shutdown(context.WithoutCancel(ctx), 0, 0)
 		return fmt.Errorf("admin: %w", err)
 	}
 	return nil
@@ -195,10 +196,15 @@ func (a *App) Addr() string { return a.ln.Addr().String() }
 // URL is the gateway's base URL (after Start).
 func (a *App) URL() string { return "http://" + a.Addr() }
 
-// Shutdown stops accepting requests, lets those in flight finish for up to
-// grace, ends the rest with an explicit error, then stops the queue and the
-// pool. It logs what was cut.
-func (a *App) Shutdown(ctx context.Context, grace time.Duration) error {
+// Shutdown stops the process in three steps. For delay, /readyz fails
+// while the listener still accepts and serves requests as usual, so that
+// a load balancer still routing here (Kubernetes removes endpoints
+// asynchronously) meets no refused connection. Then the listener closes
+// and new generation requests get 503; those in flight have up to grace
+// to finish, and the rest end with an explicit error, which is logged.
+// Last the queue and the pool stop. Cancelling ctx ends the delay early.
+func (a *App) Shutdown(ctx context.Context, delay, grace time.Duration) error {
+	a.withdraw(ctx, delay)
 	a.Gateway.Drain()
 	graceCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
@@ -215,6 +221,19 @@ func (a *App) Shutdown(ctx context.Context, grace time.Duration) error {
 	a.Pool.Close()
 	a.stopOps(ctx)
 	return err
+}
+
+// withdraw fails /readyz for delay while requests are still served.
+func (a *App) withdraw(ctx context.Context, delay time.Duration) {
+	if delay <= 0 {
+		return
+	}
+	a.Gateway.Withdraw()
+	a.logger.Info("not ready; serving until the listener closes", "delay", delay)
+	select {
+	case <-a.after(delay):
+	case <-ctx.Done():
+	}
 }
 
 // queueCloseTimeout bounds closing the queue backend at shutdown: every

@@ -54,7 +54,14 @@ type testApp struct {
 func startApp(t *testing.T, simCfg vllmsim.Config, body string) *testApp {
 	t.Helper()
 	sim := vllmsim.New(simCfg)
-	ts := httptest.NewServer(sim)
+	return startAppBehind(t, sim, sim, body)
+}
+
+// startAppBehind is startApp with the upstream served by h, which fronts
+// sim (h may be sim itself).
+func startAppBehind(t *testing.T, sim *vllmsim.Server, h http.Handler, body string) *testApp {
+	t.Helper()
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	cfg := parse(t, configText(ts.URL, body))
 	ta := &testApp{t: t, sim: sim, logs: new(syncBuffer)}
@@ -66,7 +73,7 @@ func startApp(t *testing.T, simCfg vllmsim.Config, body string) *testApp {
 		t.Fatal(err)
 	}
 	ta.a = a
-	t.Cleanup(func() { _ = a.Shutdown(context.Background(), time.Second) })
+	t.Cleanup(func() { _ = a.Shutdown(context.Background(), 0, time.Second) })
 	return ta
 }
 
@@ -113,6 +120,22 @@ func (ta *testApp) admin(method, path, body string) (int, string) {
 	req, _ := http.NewRequest(method, "http://"+ta.a.AdminAddr()+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		ta.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// get sends a GET with the key sk-acme on a new connection, so that an
+// answer also shows that the listener accepts.
+func (ta *testApp) get(path string) (int, string) {
+	ta.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, ta.a.URL()+path, nil)
+	req.Header.Set("Authorization", "Bearer sk-acme")
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Do(req)
 	if err != nil {
 		ta.t.Fatal(err)
 	}

@@ -53,8 +53,9 @@ func Main(ctx context.Context, o MainOptions) error {
 			o.Logger.Info("config file changed; reloading", "path", o.ConfigPath)
 			reload(a, o)
 		case <-ctx.Done():
-			o.Logger.Info("shutting down", "grace", cfg.Server.ShutdownGrace)
-			return a.Shutdown(context.Background(), a.config().Server.ShutdownGrace)
+			s := a.config().Server
+			o.Logger.Info("shutting down", "delay", *s.ShutdownDelay, "grace", s.ShutdownGrace)
+			return a.Shutdown(context.Background(), *s.ShutdownDelay, s.ShutdownGrace)
 		case <-o.Reload:
 			if o.ConfigPath == "" {
 				continue
@@ -110,7 +111,9 @@ func loadConfig(ctx context.Context, o MainOptions) (*config.File, func(), error
 const DemoModel = "sim-model"
 
 func demoConfig(simURL, key string) string {
+	// No shutdown delay: no load balancer routes to a demo.
 	return fmt.Sprintf(`listen: "127.0.0.1:8080"
+server: {shutdown_delay: 0s}
 upstreams:
   - url: %q
 defaults: {rpm: 600, tpm: 1000000, burst: 60, rate: 5, backlog: 1000, max_wait: 60s}

@@ -85,7 +85,7 @@ func TestMainReloadsOnFileChangeAndSIGHUP(t *testing.T) {
 	sim := startSim(t)
 	path := filepath.Join(t.TempDir(), "pacegate.yaml")
 	cfg := func(tenants string) string {
-		return "listen: \"127.0.0.1:0\"\nupstreams: [{url: \"" + sim + "\"}]\ntenants:\n" + tenants
+		return "listen: \"127.0.0.1:0\"\nserver: {shutdown_delay: 0s}\nupstreams: [{url: \"" + sim + "\"}]\ntenants:\n" + tenants
 	}
 	write(t, path, cfg("  - {id: a, keys: [k1]}\n"))
 	logs := new(syncBuffer)

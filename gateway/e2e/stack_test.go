@@ -118,7 +118,7 @@ func startStack(t testing.TB, body string, sims ...*simServer) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = a.Shutdown(context.Background(), 5*time.Second)
+		_ = a.Shutdown(context.Background(), 0, 5*time.Second)
 		cancel()
 	})
 	return &stack{t: t, app: a, sims: sims, url: a.URL()}

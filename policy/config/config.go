@@ -50,14 +50,21 @@ type Admin struct {
 	Token  string `yaml:"token"`  // bearer token; empty = admin API off
 }
 
-// Server holds the HTTP server's limits. A zero field takes its default.
+// Server holds the HTTP server's limits. A zero field takes its default,
+// except ShutdownDelay: it is a pointer because an explicit 0 (no delay)
+// differs from unset.
 type Server struct {
 	MaxBodyBytes      int64         `yaml:"max_body_bytes"`      // default 8 MiB
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"` // default 10s
 	MaxHeaderBytes    int           `yaml:"max_header_bytes"`    // default 64 KiB
 	RequestTimeout    time.Duration `yaml:"request_timeout"`     // default 120s; must exceed every max_wait
 	Heartbeat         time.Duration `yaml:"heartbeat"`           // SSE ": queued" comment interval; default 5s
-	ShutdownGrace     time.Duration `yaml:"shutdown_grace"`      // default 30s
+	// ShutdownDelay is how long /readyz fails before the listener closes
+	// on SIGTERM, while requests are still served: a load balancer takes
+	// a while to stop routing here (Kubernetes removes endpoints
+	// asynchronously). Default 5s; 0 closes the listener at once.
+	ShutdownDelay *time.Duration `yaml:"shutdown_delay"`
+	ShutdownGrace time.Duration  `yaml:"shutdown_grace"` // then in-flight requests get this long; default 30s
 }
 
 // Upstream is one OpenAI-compatible model server (typically vLLM).

@@ -44,6 +44,7 @@ func TestParseInvalid(t *testing.T) {
 			"tenants[2].models.llama-3-8b.rate: must be > 0",
 		}, "\n")},
 		{"request_timeout.yaml", "server.request_timeout: must exceed every max_wait (tenants[0].models.m.max_wait is 1m30s)"},
+		{"shutdown_delay.yaml", "server.shutdown_delay: must be >= 0"},
 		{"backend.yaml", `queue.backend: must be "embedded" or "rocketmq", got "kafka"`},
 		{"upstream_url.yaml", `upstreams[0].url: must be an http or https URL with a host, got "ftp://host/x"` + "\n" +
 			`upstreams[1].url: must be an http or https URL with a host, got "127.0.0.1:8000"` + "\n" +
@@ -86,8 +87,13 @@ func TestParseMinimal(t *testing.T) {
 	if f.Listen != "127.0.0.1:8080" || f.Admin.Listen != "127.0.0.1:9090" || f.Admin.Token != "" {
 		t.Errorf("listen/admin: %q %+v", f.Listen, f.Admin)
 	}
-	if f.Server != (Server{8 << 20, 10 * time.Second, 64 << 10, 120 * time.Second, 5 * time.Second, 30 * time.Second}) {
-		t.Errorf("server defaults: %+v", f.Server)
+	s := f.Server
+	if s.ShutdownDelay == nil || *s.ShutdownDelay != 5*time.Second {
+		t.Errorf("server.shutdown_delay default: %v", s.ShutdownDelay)
+	}
+	s.ShutdownDelay = nil
+	if s != (Server{8 << 20, 10 * time.Second, 64 << 10, 120 * time.Second, 5 * time.Second, nil, 30 * time.Second}) {
+		t.Errorf("server defaults: %+v", s)
 	}
 	if len(f.Upstreams) != 1 || f.Upstreams[0].MaxConcurrency != 64 {
 		t.Errorf("upstreams: %+v", f.Upstreams)
@@ -124,6 +130,9 @@ func TestParseValid(t *testing.T) {
 	}
 	if !math.IsInf(*f.Defaults.Rate, 1) || *f.Defaults.Backlog != DefaultBacklog || *f.Defaults.RPM != 0 {
 		t.Errorf("defaults: rate %v backlog %v rpm %v", *f.Defaults.Rate, *f.Defaults.Backlog, *f.Defaults.RPM)
+	}
+	if d := f.Server.ShutdownDelay; d == nil || *d != 0 {
+		t.Errorf("an explicit shutdown_delay: 0s became %v", d)
 	}
 	if f.Queue.Backend != BackendRocketMQ || f.Queue.RocketMQ.Replicas != 3 || f.Tenants[0].Priority != PriorityHigh {
 		t.Errorf("queue/priority: %+v %q", f.Queue, f.Tenants[0].Priority)

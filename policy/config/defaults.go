@@ -35,6 +35,7 @@ func (s *Server) setDefaults() {
 	setNum(&s.MaxHeaderBytes, 64<<10)
 	setNum(&s.RequestTimeout, 120*time.Second)
 	setNum(&s.Heartbeat, 5*time.Second)
+	setPtr(&s.ShutdownDelay, 5*time.Second)
 	setNum(&s.ShutdownGrace, 30*time.Second)
 }
 

@@ -66,6 +66,7 @@ func (s *Server) validate(p *problems) {
 	positive(p, "server.max_header_bytes", s.MaxHeaderBytes)
 	positive(p, "server.request_timeout", s.RequestTimeout)
 	positive(p, "server.heartbeat", s.Heartbeat)
+	nonNegative(p, "server.shutdown_delay", s.ShutdownDelay)
 	positive(p, "server.shutdown_grace", s.ShutdownGrace)
 }
 
@@ -376,7 +377,7 @@ func finitePositive(p *problems, path string, v float64) {
 	}
 }
 
-func nonNegative[T int | int64](p *problems, path string, v *T) {
+func nonNegative[T int | ~int64](p *problems, path string, v *T) {
 	if v != nil && *v < 0 {
 		p.add(path, "must be >= 0")
 	}
