@@ -161,12 +161,16 @@ func TestLoopHoldsWhenScrapesFail(t *testing.T) {
 
 // inProcess is a RoundTripper that serves requests with h directly, with
 // no socket: inside a synctest bubble a scrape then blocks on nothing but
-// the bubble's own goroutines.
+// the bubble's own goroutines. Like http.Transport, it fails a request
+// whose context ended.
 type inProcess struct{ h http.Handler }
 
 func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 	rec := httptest.NewRecorder()
 	p.h.ServeHTTP(rec, r)
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
 	return rec.Result(), nil
 }
 
@@ -280,5 +284,36 @@ func TestLoopStopsWhenContextCancelled(t *testing.T) {
 			t.Fatalf("%d ticks, want the 1 before the cancel", n)
 		}
 		b.loop.Stop()
+	})
+}
+
+// TestLoopStopAbortsScrapeInProgress: an upstream that never answers
+// cannot hold Stop up; the aborted scrape is not logged as a failure.
+func TestLoopStopAbortsScrapeInProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = time.Second
+		scraping := make(chan struct{})
+		hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(scraping)
+			<-r.Context().Done()
+		})
+		logs := new(bytes.Buffer)
+		l := NewLoop(Options{Config: Config{Interval: interval}, Pacer: newPacer(t),
+			Upstreams: func() []string { return []string{"http://sim"} },
+			Client:    &http.Client{Transport: inProcess{hang}},
+			Logger:    slog.New(slog.NewTextHandler(logs, nil))})
+		if err := l.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(interval)
+		<-scraping
+		l.Stop() // a deadlock here fails the bubble
+		synctest.Wait()
+		if loopRunning(t) {
+			t.Fatal("Loop.run still running after Stop returned")
+		}
+		if strings.Contains(logs.String(), "scrape failed") {
+			t.Fatalf("the aborted scrape was logged as a failure:\n%s", logs)
+		}
 	})
 }
