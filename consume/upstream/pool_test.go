@@ -16,11 +16,19 @@ func TestTryAcquireLeastOutstanding(t *testing.T) {
 	if got := inFlight(p); !slices.Equal(got, []int{2, 1, 0}) && !slices.Equal(got, []int{1, 2, 0}) {
 		t.Fatalf("in flight %v after 3 acquires", got)
 	}
-	// Free one on the busier upstream: the next goes to the idler one.
+	// The next goes to the idler upstream, whichever that is.
+	d := mustAcquire(t, p, "m")
+	if got := inFlight(p); !slices.Equal(got, []int{2, 2, 0}) {
+		t.Fatalf("in flight %v after a fourth acquire, want [2 2 0]", got)
+	}
 	a.Release()
 	b.Release()
 	c.Release()
 	c.Release() // idempotent
+	d.Release()
+	if got := inFlight(p); !slices.Equal(got, []int{0, 0, 0}) {
+		t.Fatalf("in flight %v after releasing all (one twice), want [0 0 0]", got)
+	}
 	one := mustAcquire(t, p, "m")
 	two := mustAcquire(t, p, "m")
 	if got := inFlight(p); !slices.Equal(got, []int{1, 1, 0}) {
