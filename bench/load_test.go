@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -50,23 +53,39 @@ func TestClosedLoopBoundedByCount(t *testing.T) {
 	}
 }
 
+// On virtual time: two workers whose calls take 6 ms start calls at 0,
+// 6, ..., 48 ms; at 54 ms the 50 ms budget is spent and no more start.
 func TestClosedLoopBoundedByTime(t *testing.T) {
-	start := time.Now()
-	closedLoop(context.Background(), 2, 1<<30, 50*time.Millisecond, func(context.Context, int) {
-		time.Sleep(5 * time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		n, took := closedLoop(context.Background(), 2, 1<<30, 50*time.Millisecond, func(context.Context, int) {
+			time.Sleep(6 * time.Millisecond)
+		})
+		if n != 18 || took != 54*time.Millisecond {
+			t.Errorf("started %d calls in %v, want 18 in 54ms", n, took)
+		}
 	})
-	if el := time.Since(start); el > time.Second {
-		t.Errorf("ran %v", el)
-	}
 }
 
+// On virtual time: each event starts at its offset, and replay stops at
+// the deadline instead of waiting for the event an hour away.
 func TestReplay(t *testing.T) {
-	var calls atomic.Int64
-	evs := []event{{At: 0}, {At: 10 * time.Millisecond}, {At: 20 * time.Millisecond}, {At: time.Hour}}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	replay(ctx, evs, func(context.Context, event) { calls.Add(1) })
-	if calls.Load() != 3 {
-		t.Errorf("replayed %d events, want 3 (the last is past the deadline)", calls.Load())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var started []time.Duration
+		evs := []event{{At: 0}, {At: 10 * time.Millisecond}, {At: 20 * time.Millisecond}, {At: time.Hour}}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		t0 := time.Now()
+		replay(ctx, evs, func(context.Context, event) {
+			mu.Lock()
+			started = append(started, time.Since(t0))
+			mu.Unlock()
+		})
+		if took := time.Since(t0); took != 200*time.Millisecond {
+			t.Errorf("replay returned after %v, want at the 200ms deadline", took)
+		}
+		if want := []time.Duration{0, 10 * time.Millisecond, 20 * time.Millisecond}; !slices.Equal(started, want) {
+			t.Errorf("events started at %v, want %v (the last is past the deadline)", started, want)
+		}
+	})
 }

@@ -2,6 +2,8 @@ package sse
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -131,9 +133,35 @@ func TestWriterReportsMissingFlusher(t *testing.T) {
 	}
 }
 
-func TestWriterEventNameRejectsNewline(t *testing.T) {
-	if err := NewWriter(httptest.NewRecorder()).Event("a\nb", nil); err == nil {
-		t.Fatal("want error")
+// An event name with a line break would end the "event:" line early and
+// let the rest of the name inject fields: it is refused and nothing at all
+// is written, not even the headers.
+func TestWriterEventNameWithLineBreakWritesNothing(t *testing.T) {
+	for _, name := range []string{"a\nb", "a\rb", "a\r\ndata: x"} {
+		rec := httptest.NewRecorder()
+		sw := NewWriter(rec)
+		err := sw.Event(name, []byte("d"))
+		if want := fmt.Sprintf("sse: event name %q contains a line break", name); err == nil || err.Error() != want {
+			t.Errorf("Event(%q) = %v, want %s", name, err, want)
+		}
+		if rec.Body.Len() != 0 || sw.HeaderWritten() {
+			t.Errorf("Event(%q) wrote %q (headers written: %v), want nothing", name, rec.Body.String(), sw.HeaderWritten())
+		}
+	}
+}
+
+// Every line of a comment is sent as a comment: whatever the text holds,
+// a client decodes no event from it.
+func TestWriterMultiLineCommentCannotInjectEvents(t *testing.T) {
+	rec := httptest.NewRecorder()
+	if err := NewWriter(rec).Comment("a\ndata: x\r\n\r\nb\rdata: y"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rec.Body.String(), ": a\n: data: x\n: \n: b\n: data: y\n\n"; got != want {
+		t.Fatalf("body %q, want %q", got, want)
+	}
+	if ev, err := NewDecoder(strings.NewReader(rec.Body.String())).Next(); err != io.EOF {
+		t.Fatalf("decoded %+v, %v from a comment; want no event (EOF)", ev, err)
 	}
 }
 

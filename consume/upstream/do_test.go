@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -237,12 +238,31 @@ func TestNonStreamBodyLimit(t *testing.T) {
 	}
 }
 
+// A slot carries one request: a second Do, or a Do after Release, is
+// refused without reaching the upstream, and a second Release does not
+// free a place twice.
 func TestDoTwiceAndAfterRelease(t *testing.T) {
-	p := newPool(t, UpstreamConfig{URL: closedURL(t), Models: []string{"m"}})
-	s := mustAcquire(t, p, "m")
-	s.Release()
-	if err := s.Do(t.Context(), chatReq("r", true, ""), (&recordEvents{}).emit); err == nil {
-		t.Fatal("Do after Release succeeded")
+	sim := newSim(t, "m")
+	p := newPool(t, UpstreamConfig{URL: sim.url, Models: []string{"m"}})
+	used := mustAcquire(t, p, "m")
+	if err := used.Do(t.Context(), chatReq("r1", false, ""), (&recordEvents{}).emit); err != nil {
+		t.Fatalf("first Do: %v", err)
+	}
+	if err := used.Do(t.Context(), chatReq("r2", false, ""), (&recordEvents{}).emit); !errors.Is(err, errSlotUsed) {
+		t.Fatalf("second Do = %v, want errSlotUsed", err)
+	}
+	released := mustAcquire(t, p, "m")
+	released.Release()
+	if err := released.Do(t.Context(), chatReq("r3", false, ""), (&recordEvents{}).emit); !errors.Is(err, errSlotUsed) {
+		t.Fatalf("Do after Release = %v, want errSlotUsed", err)
+	}
+	if n := sim.Stats().Requests; n != 1 {
+		t.Fatalf("the upstream saw %d requests, want only the first Do's", n)
+	}
+	used.Release() // Do released it already: a no-op
+	released.Release()
+	if got := inFlight(p); !slices.Equal(got, []int{0}) {
+		t.Fatalf("in flight %v, want [0]", got)
 	}
 }
 

@@ -1,11 +1,16 @@
 package upstream
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime/pprof"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
@@ -106,31 +111,70 @@ func TestProbeFailureMarksDown(t *testing.T) {
 	}
 }
 
-// Start runs the prober until Close; Close waits for it.
+// inProcess is a RoundTripper that serves requests with h directly, with
+// no socket, so a pool can run inside a synctest bubble.
+type inProcess struct{ h http.Handler }
+
+func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	p.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// proberRunning reports whether a goroutine is inside Pool.probeLoop.
+func proberRunning(t *testing.T) bool {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(buf.String(), "upstream.(*Pool).probeLoop")
+}
+
+// Start probes at once and then once per HealthInterval until Close;
+// Close waits for the prober, after which no probe is ever sent.
 func TestStartRunsProberUntilClose(t *testing.T) {
-	probed := make(chan struct{}, 100)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" {
-			select {
-			case probed <- struct{}{}:
-			default:
+	synctest.Test(t, func(t *testing.T) {
+		var probes atomic.Int32
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/health" {
+				probes.Add(1)
 			}
+		})
+		const interval = time.Second
+		p, err := NewPool(Config{HealthInterval: interval, Transport: inProcess{h}, Logger: slog.New(slog.DiscardHandler),
+			Upstreams: []UpstreamConfig{{URL: "http://up", Models: []string{"m"}}}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}))
-	defer ts.Close()
-	p, err := NewPool(Config{HealthInterval: time.Millisecond, Upstreams: []UpstreamConfig{{URL: ts.URL, Models: []string{"m"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 { // the initial probe and two ticks
-		waitFor(t, probed, "probe "+string(rune('0'+i)))
-	}
-	p.Close()
-	p.Close()
-	if err := p.Start(t.Context()); err != ErrClosed {
-		t.Fatalf("Start after Close: %v", err)
-	}
+		if err := p.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n := probes.Load(); n != 1 {
+			t.Fatalf("%d probes when Start returned, want the initial 1", n)
+		}
+		time.Sleep(2*interval + interval/2)
+		synctest.Wait()
+		if n := probes.Load(); n != 3 {
+			t.Fatalf("%d probes after 2.5 intervals, want 3 (the initial one and two ticks)", n)
+		}
+		if !proberRunning(t) {
+			t.Fatal("no goroutine in Pool.probeLoop while started")
+		}
+
+		p.Close()
+		synctest.Wait() // let the goroutine that called wg.Done exit
+		if proberRunning(t) {
+			t.Fatal("Pool.probeLoop still running after Close returned")
+		}
+		p.Close() // safe to repeat
+		time.Sleep(10 * interval)
+		synctest.Wait()
+		if n := probes.Load(); n != 3 {
+			t.Fatalf("%d probes after Close, want still 3", n)
+		}
+		if err := p.Start(t.Context()); err != ErrClosed {
+			t.Fatalf("Start after Close: %v", err)
+		}
+	})
 }

@@ -16,11 +16,19 @@ func TestTryAcquireLeastOutstanding(t *testing.T) {
 	if got := inFlight(p); !slices.Equal(got, []int{2, 1, 0}) && !slices.Equal(got, []int{1, 2, 0}) {
 		t.Fatalf("in flight %v after 3 acquires", got)
 	}
-	// Free one on the busier upstream: the next goes to the idler one.
+	// The next goes to the idler upstream, whichever that is.
+	d := mustAcquire(t, p, "m")
+	if got := inFlight(p); !slices.Equal(got, []int{2, 2, 0}) {
+		t.Fatalf("in flight %v after a fourth acquire, want [2 2 0]", got)
+	}
 	a.Release()
 	b.Release()
 	c.Release()
 	c.Release() // idempotent
+	d.Release()
+	if got := inFlight(p); !slices.Equal(got, []int{0, 0, 0}) {
+		t.Fatalf("in flight %v after releasing all (one twice), want [0 0 0]", got)
+	}
 	one := mustAcquire(t, p, "m")
 	two := mustAcquire(t, p, "m")
 	if got := inFlight(p); !slices.Equal(got, []int{1, 1, 0}) {
@@ -68,16 +76,19 @@ func TestDefaultsAndValidation(t *testing.T) {
 	if got := p.Models(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("Models = %v", got)
 	}
-	for _, bad := range [][]UpstreamConfig{
-		nil,
-		{{URL: "h:8000"}},
-		{{URL: "ftp://h"}},
-		{{URL: "http://h?x=1"}},
-		{{URL: "http://h"}, {URL: "http://h/"}},
-		{{URL: "http://h", MaxConcurrency: -1}},
+	for _, tc := range []struct {
+		ups  []UpstreamConfig
+		want string
+	}{
+		{nil, "upstream: no upstreams configured"},
+		{[]UpstreamConfig{{URL: "h:8000"}}, `upstream: bad URL "h:8000": want http(s)://host[:port][/path]`},
+		{[]UpstreamConfig{{URL: "ftp://h"}}, `upstream: bad URL "ftp://h": want http(s)://host[:port][/path]`},
+		{[]UpstreamConfig{{URL: "http://h?x=1"}}, `upstream: bad URL "http://h?x=1": want http(s)://host[:port][/path]`},
+		{[]UpstreamConfig{{URL: "http://h"}, {URL: "http://h/"}}, "upstream: http://h listed twice"},
+		{[]UpstreamConfig{{URL: "http://h", MaxConcurrency: -1}}, "upstream: http://h: negative MaxConcurrency"},
 	} {
-		if _, err := NewPool(Config{Upstreams: bad}); err == nil {
-			t.Errorf("NewPool(%v) succeeded", bad)
+		if _, err := NewPool(Config{Upstreams: tc.ups}); err == nil || err.Error() != tc.want {
+			t.Errorf("NewPool(%v) = %v, want %s", tc.ups, err, tc.want)
 		}
 	}
 }

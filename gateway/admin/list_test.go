@@ -5,53 +5,56 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pacegate/pacegate/consume/consumetest"
 	"github.com/pacegate/pacegate/policy"
 )
 
+// TestListBuckets runs in a synctest bubble: the handler reads the same
+// virtual clock as the test, so the oldest waits are exact.
 func TestListBuckets(t *testing.T) {
-	f := newFixture(t)
-	now := time.Now()
-	for i, k := range []policy.Key{{Tenant: "acme", Model: llama}, {Tenant: "acme", Model: llama}, {Tenant: "acme", Model: llama}, {Tenant: "vip", Model: "small"}, {Tenant: "acme", Model: "small"}} {
-		f.queue.Submit(k, now.Add(time.Duration(i)*time.Millisecond))
-	}
-	f.queue.Suspend(policy.Key{Tenant: "vip", Model: "small"}, time.Hour)
-	body := func(path string) listJSON {
-		code, b := f.do(http.MethodGet, path, "")
-		if code != 200 {
-			t.Fatalf("GET %s: %d %s", path, code, b)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		// One request a second (virtual); the last one 1 s before the GETs.
+		for _, k := range []policy.Key{{Tenant: "acme", Model: llama}, {Tenant: "acme", Model: llama}, {Tenant: "acme", Model: llama}, {Tenant: "vip", Model: "small"}, {Tenant: "acme", Model: "small"}} {
+			f.queue.Submit(k, time.Now())
+			time.Sleep(time.Second)
 		}
-		var out listJSON
-		mustUnmarshal(t, b, &out)
-		for i := range out.Data {
-			out.Data[i].OldestWaitMS = 0 // depends on the wall clock
+		f.queue.Suspend(policy.Key{Tenant: "vip", Model: "small"}, time.Hour)
+		body := func(path string) listJSON {
+			code, b := f.do(http.MethodGet, path, "")
+			if code != 200 {
+				t.Fatalf("GET %s: %d %s", path, code, b)
+			}
+			var out listJSON
+			mustUnmarshal(t, b, &out)
+			return out
 		}
-		return out
-	}
-	got := body("/admin/buckets")
-	want := `{object:list total:3 offset:0 limit:100 data:[` +
-		`{acme meta-llama/Llama-3-8B 3 2 2 queued 0 0 0} {acme small 1 2 2 queued 0 0 0} {vip small 1 2 2 suspended 0 0 1}]}`
-	if s := render(got); s != want {
-		t.Fatalf("list\n got %s\nwant %s", s, want)
-	}
-	got = body("/admin/buckets?state=suspended")
-	if s := render(got); s != `{object:list total:1 offset:0 limit:100 data:[{vip small 1 2 2 suspended 0 0 1}]}` {
-		t.Fatalf("state=suspended: %s", s)
-	}
-	got = body("/admin/buckets?model=small&sort=key&offset=1&limit=1")
-	if s := render(got); s != `{object:list total:2 offset:1 limit:1 data:[{vip small 1 2 2 suspended 0 0 1}]}` {
-		t.Fatalf("model=small page 2: %s", s)
-	}
-	f.expect(http.MethodGet, "/admin/buckets?limit=5000", "", 400,
-		`{"error":{"message":"limit: must be an integer from 1 to 1000, got \"5000\"","type":"invalid_request_error","param":"limit","code":null}}`)
-	f.expect(http.MethodGet, "/admin/buckets?state=busy", "", 400,
-		`{"error":{"message":"state: must be idle, queued or suspended, got \"busy\"","type":"invalid_request_error","param":"state","code":null}}`)
-	f.expect(http.MethodGet, "/admin/buckets?sort=age", "", 400,
-		`{"error":{"message":"sort: must be backlog or key, got \"age\"","type":"invalid_request_error","param":"sort","code":null}}`)
-	f.expect(http.MethodGet, "/admin/buckets?offset=-1", "", 400,
-		`{"error":{"message":"offset: must be an integer >= 0, got \"-1\"","type":"invalid_request_error","param":"offset","code":null}}`)
+		got := body("/admin/buckets")
+		want := `{object:list total:3 offset:0 limit:100 data:[` +
+			`{acme meta-llama/Llama-3-8B 3 2 2 queued 5000 0 0} {acme small 1 2 2 queued 1000 0 0} {vip small 1 2 2 suspended 2000 0 1}]}`
+		if s := render(got); s != want {
+			t.Fatalf("list\n got %s\nwant %s", s, want)
+		}
+		got = body("/admin/buckets?state=suspended")
+		if s := render(got); s != `{object:list total:1 offset:0 limit:100 data:[{vip small 1 2 2 suspended 2000 0 1}]}` {
+			t.Fatalf("state=suspended: %s", s)
+		}
+		got = body("/admin/buckets?model=small&sort=key&offset=1&limit=1")
+		if s := render(got); s != `{object:list total:2 offset:1 limit:1 data:[{vip small 1 2 2 suspended 2000 0 1}]}` {
+			t.Fatalf("model=small page 2: %s", s)
+		}
+		f.expect(http.MethodGet, "/admin/buckets?limit=5000", "", 400,
+			`{"error":{"message":"limit: must be an integer from 1 to 1000, got \"5000\"","type":"invalid_request_error","param":"limit","code":null}}`)
+		f.expect(http.MethodGet, "/admin/buckets?state=busy", "", 400,
+			`{"error":{"message":"state: must be idle, queued or suspended, got \"busy\"","type":"invalid_request_error","param":"state","code":null}}`)
+		f.expect(http.MethodGet, "/admin/buckets?sort=age", "", 400,
+			`{"error":{"message":"sort: must be backlog or key, got \"age\"","type":"invalid_request_error","param":"sort","code":null}}`)
+		f.expect(http.MethodGet, "/admin/buckets?offset=-1", "", 400,
+			`{"error":{"message":"offset: must be an integer >= 0, got \"-1\"","type":"invalid_request_error","param":"offset","code":null}}`)
+	})
 }
 
 func render(l listJSON) string {

@@ -46,7 +46,32 @@ type testApp struct {
 	t    *testing.T
 	a    *App
 	sim  *vllmsim.Server
+	up   *arrivalLog
 	logs *syncBuffer
+}
+
+// arrivalLog records when each generation request reaches the simulated
+// vLLM, the instant the gateway's pacing is observable from outside.
+type arrivalLog struct {
+	h  http.Handler
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (l *arrivalLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		l.mu.Lock()
+		l.at = append(l.at, time.Now())
+		l.mu.Unlock()
+	}
+	l.h.ServeHTTP(w, r)
+}
+
+// arrivals returns a copy of the arrival instants so far, in order.
+func (ta *testApp) arrivals() []time.Time {
+	ta.up.mu.Lock()
+	defer ta.up.mu.Unlock()
+	return append([]time.Time(nil), ta.up.at...)
 }
 
 // startApp runs the app with body appended to a config that sets the
@@ -61,10 +86,11 @@ func startApp(t *testing.T, simCfg vllmsim.Config, body string) *testApp {
 // sim (h may be sim itself).
 func startAppBehind(t *testing.T, sim *vllmsim.Server, h http.Handler, body string) *testApp {
 	t.Helper()
-	ts := httptest.NewServer(h)
+	up := &arrivalLog{h: h}
+	ts := httptest.NewServer(up)
 	t.Cleanup(ts.Close)
 	cfg := parse(t, configText(ts.URL, body))
-	ta := &testApp{t: t, sim: sim, logs: new(syncBuffer)}
+	ta := &testApp{t: t, sim: sim, up: up, logs: new(syncBuffer)}
 	a, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(ta.logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +187,6 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 type result struct {
 	status int
 	body   string
-	at     time.Time
 }
 
 // fire sends n requests concurrently; results arrive on the channel.
@@ -170,7 +195,7 @@ func (ta *testApp) fire(n int, key string) <-chan result {
 	for range n {
 		go func() {
 			code, body := ta.chat(context.Background(), key)
-			out <- result{code, body, time.Now()}
+			out <- result{code, body}
 		}()
 	}
 	return out

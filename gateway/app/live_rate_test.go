@@ -10,81 +10,137 @@ import (
 )
 
 const liveRateConfig = `
-defaults: {rate: 0.5, backlog: 100, max_wait: 60s}
+defaults: {rate: 0.1, backlog: 100, max_wait: 60s}
 tenants:
   - {id: acme, keys: [sk-acme]}
 `
 
+const (
+	slowInterval = 10 * time.Second      // rate 0.1, the configured one
+	fastInterval = 20 * time.Millisecond // rate 50
+	hangGuard    = time.Minute           // bounds waits; never the assertion
+)
+
 // TestQueuedRequestsFollowRateChanges drives the real process: requests
 // queue behind a slow pace, a PUT on the admin listener speeds them up,
-// another slows the next ones down, and a last one releases them.
+// another slows the next ones down, and raising the global factor
+// releases them. Pace is read from the instants the requests reach the
+// model, relative to each other.
 func TestQueuedRequestsFollowRateChanges(t *testing.T) {
 	ta := startApp(t, fastSim(), liveRateConfig)
 	k := policy.Key{Tenant: "acme", Model: simModel}
-	eventually(t, 5*time.Second, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
+	eventually(t, hangGuard, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
 
-	// 6 requests at 0.5/s: one leaves at once, 5 would need 10 s.
+	// 6 requests at 0.1/s: one leaves at once, 5 would need 50 s.
 	results := ta.fire(6, "sk-acme")
-	eventually(t, 5*time.Second, "5 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 5 })
-	first := <-results
-	put := time.Now()
+	eventually(t, hangGuard, "5 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 5 })
 	if code, body := ta.admin(http.MethodPut, "/admin/buckets/acme/"+simModel, `{"rate":50}`); code != 200 {
 		t.Fatalf("PUT rate 50: %d %s", code, body)
 	}
-	for range 5 {
-		r := <-results
-		if r.status != 200 {
-			t.Fatalf("queued request: %d %s", r.status, r.body)
-		}
-		if d := r.at.Sub(put); d > 3*time.Second {
-			t.Fatalf("a queued request finished %v after the speed-up; at 50/s all 5 need 0.1 s", d)
-		}
+	receiveOK(t, results, 6)
+	at := ta.arrivals()
+	if len(at) != 6 {
+		t.Fatalf("%d requests reached the model, want 6", len(at))
 	}
-	if first.status != 200 {
-		t.Fatalf("first request: %d %s", first.status, first.body)
-	}
+	checkSpedUp(t, at, 1, slowInterval, fastInterval)
 
-	// Slow down to one per 5 s: the next requests stay queued.
-	if code, body := ta.admin(http.MethodPut, "/admin/buckets/acme/"+simModel, `{"rate":0.2}`); code != 200 {
-		t.Fatalf("PUT rate 0.2: %d %s", code, body)
+	// Slow down to one per 10 s again: the next requests stay queued.
+	if code, body := ta.admin(http.MethodPut, "/admin/buckets/acme/"+simModel, `{"rate":0.1}`); code != 200 {
+		t.Fatalf("PUT rate 0.1: %d %s", code, body)
 	}
 	results = ta.fire(3, "sk-acme")
-	eventually(t, 5*time.Second, "3 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 3 })
-	watch := time.NewTimer(time.Second) // a bounded look at a queue that must not move
+	eventually(t, hangGuard, "3 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 3 })
+	// A look at a queue that must not move: at the previous 50/s all 3
+	// would have left within 3 × 20 ms; 1 s is 50 such intervals.
+	watch := time.NewTimer(time.Second)
 	defer watch.Stop()
 	select {
 	case r := <-results:
-		t.Fatalf("a request was released within 1 s at 0.2/s: %d %s", r.status, r.body)
+		t.Fatalf("a request was released within 1 s at 0.1/s: %d %s", r.status, r.body)
 	case <-watch.C:
 	}
-	if got := ta.a.Queue.Backlog(k); got != 3 {
-		t.Fatalf("backlog = %d after the slow-down, want 3", got)
+	if n, b := len(ta.arrivals()), ta.a.Queue.Backlog(k); n != 6 || b != 3 {
+		t.Fatalf("after the slow-down: %d arrivals and backlog %d, want 6 and 3", n, b)
 	}
 	// Raise the global factor instead: every bucket speeds up, and the
-	// bucket suspended for up to 5 s at the slow rate is woken at once
+	// bucket suspended for up to 10 s at the slow rate is woken at once
 	// (see TestSpeedUpWakesSuspendedBucket).
-	if code, body := ta.admin(http.MethodPut, "/admin/factors/global", `{"factor":250}`); code != 200 {
+	if code, body := ta.admin(http.MethodPut, "/admin/factors/global", `{"factor":500}`); code != 200 {
 		t.Fatalf("PUT global: %d %s", code, body)
 	}
-	put = time.Now()
-	for range 3 {
-		r := <-results
-		if r.status != 200 {
-			t.Fatalf("released request: %d %s", r.status, r.body)
-		}
-		if d := r.at.Sub(put); d > 2*time.Second {
-			t.Fatalf("released %v after the speed-up", d)
-		}
+	receiveOK(t, results, 3)
+	at = ta.arrivals()
+	if len(at) != 9 {
+		t.Fatalf("%d requests reached the model, want 9", len(at))
 	}
+	checkSpedUp(t, at, 6, slowInterval, fastInterval)
 	if got := ta.a.Pacer.EffectiveRate(k); got != 50 {
-		t.Fatalf("EffectiveRate = %v, want 0.2 × 250", got)
+		t.Fatalf("EffectiveRate = %v, want 0.1 × 500", got)
 	}
 
 	// The metrics on the admin listener saw all of it.
 	code, body := ta.admin(http.MethodGet, "/metrics", "")
 	if code != 200 || !strings.Contains(body, `pacegate_requests_total{model="sim-model",outcome="ok",tenant="acme"} 9`) ||
-		!strings.Contains(body, `pacegate_global_factor 250`) {
+		!strings.Contains(body, `pacegate_global_factor 500`) {
 		t.Fatalf("/metrics: %d\n%s", code, grep(body, "pacegate_requests_total", "pacegate_global_factor"))
+	}
+}
+
+// TestSpeedUpWakesSuspendedBucket states the seed's promise in full: a
+// bucket paced at one request per 20 s, then sped up, releases its queue
+// at the new pace at once.
+func TestSpeedUpWakesSuspendedBucket(t *testing.T) {
+	ta := startApp(t, fastSim(), liveRateConfig)
+	k := policy.Key{Tenant: "acme", Model: simModel}
+	eventually(t, hangGuard, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
+	if code, body := ta.admin(http.MethodPut, "/admin/buckets/acme/"+simModel, `{"rate":0.05}`); code != 200 {
+		t.Fatalf("PUT: %d %s", code, body)
+	}
+	results := ta.fire(3, "sk-acme")
+	eventually(t, hangGuard, "2 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 2 })
+	if code, body := ta.admin(http.MethodPut, "/admin/buckets/acme/"+simModel, `{"rate":50}`); code != 200 {
+		t.Fatalf("PUT: %d %s", code, body)
+	}
+	receiveOK(t, results, 3)
+	at := ta.arrivals()
+	if len(at) != 3 {
+		t.Fatalf("%d requests reached the model, want 3", len(at))
+	}
+	checkSpedUp(t, at, 1, 20*time.Second, fastInterval)
+}
+
+// checkSpedUp checks that the requests arriving at at[from:] were paced
+// at newInterval, not at the oldInterval in force before: each arrived
+// sooner after at[from-1] than the old pace would have released even one
+// more, and none earlier than the new pace allows, counted from at[from]
+// (late is fine; half an interval covers the trip to the model).
+func checkSpedUp(t *testing.T, at []time.Time, from int, oldInterval, newInterval time.Duration) {
+	t.Helper()
+	for j := from; j < len(at); j++ {
+		if d := at[j].Sub(at[from-1]); d >= oldInterval {
+			t.Errorf("arrival %d came %v after arrival %d: the old pace (%v), not the new one (%v)",
+				j, d, from-1, oldInterval, newInterval)
+		}
+		if d, least := at[j].Sub(at[from]), time.Duration(j-from)*newInterval-newInterval/2; d < least {
+			t.Errorf("arrival %d came %v after arrival %d, want >= %v at the new pace (%v)", j, d, from, least, newInterval)
+		}
+	}
+}
+
+// receiveOK receives n results and fails unless each is a 200.
+func receiveOK(t *testing.T, results <-chan result, n int) {
+	t.Helper()
+	guard := time.NewTimer(hangGuard)
+	defer guard.Stop()
+	for i := range n {
+		select {
+		case r := <-results:
+			if r.status != 200 {
+				t.Fatalf("result %d of %d: %d %s", i+1, n, r.status, r.body)
+			}
+		case <-guard.C:
+			t.Fatalf("got %d of %d results (hang guard %s)", i, n, hangGuard)
+		}
 	}
 }
 
@@ -98,28 +154,4 @@ func grep(s string, prefixes ...string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-// TestSpeedUpWakesSuspendedBucket states the seed's promise in full: a
-// bucket paced at one request per 20 s, then sped up, releases its queue
-// at the new pace at once.
-func TestSpeedUpWakesSuspendedBucket(t *testing.T) {
-	ta := startApp(t, fastSim(), liveRateConfig)
-	k := policy.Key{Tenant: "acme", Model: simModel}
-	eventually(t, 5*time.Second, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
-	if code, body := ta.admin(http.MethodPut, "/admin/buckets/acme/"+simModel, `{"rate":0.05}`); code != 200 {
-		t.Fatalf("PUT: %d %s", code, body)
-	}
-	results := ta.fire(3, "sk-acme")
-	eventually(t, 5*time.Second, "2 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 2 })
-	<-results
-	put := time.Now()
-	if code, body := ta.admin(http.MethodPut, "/admin/buckets/acme/"+simModel, `{"rate":50}`); code != 200 {
-		t.Fatalf("PUT: %d %s", code, body)
-	}
-	for range 2 {
-		if r := <-results; r.at.Sub(put) > 2*time.Second || r.status != 200 {
-			t.Fatalf("released %v after the speed-up: %d %s", r.at.Sub(put), r.status, r.body)
-		}
-	}
 }

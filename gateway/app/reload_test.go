@@ -7,20 +7,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pacegate/pacegate/policy"
 )
 
 const reloadBefore = `
-defaults: {rate: 0.5, backlog: 100, max_wait: 60s}
+defaults: {rate: 0.1, backlog: 100, max_wait: 60s}
 tenants:
   - {id: acme, keys: [sk-acme, sk-old]}
 `
 
 // After: a new tenant, a key removed, acme's rate raised.
 const reloadAfter = `
-defaults: {rate: 0.5, backlog: 100, max_wait: 60s}
+defaults: {rate: 0.1, backlog: 100, max_wait: 60s}
 tenants:
   - {id: acme, keys: [sk-acme], limits: {rate: 50}}
   - {id: newco, keys: [sk-new]}
@@ -31,17 +30,18 @@ tenants:
 func TestReloadKeepsQueuedRequests(t *testing.T) {
 	ta := startApp(t, fastSim(), reloadBefore)
 	k := policy.Key{Tenant: "acme", Model: simModel}
-	eventually(t, 5*time.Second, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
-	results := ta.fire(4, "sk-acme")
-	eventually(t, 5*time.Second, "3 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 3 })
+	eventually(t, hangGuard, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
+	results := ta.fire(4, "sk-acme") // at 0.1/s: one leaves at once, 3 wait 10 s each
+	eventually(t, hangGuard, "3 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 3 })
 	if err := ta.a.Reload(parse(t, configText("http://unused", reloadAfter))); err != nil {
 		t.Fatal(err)
 	}
-	for range 4 {
-		if r := <-results; r.status != 200 {
-			t.Fatalf("a queued request did not survive the reload: %d %s", r.status, r.body)
-		}
+	receiveOK(t, results, 4) // none was dropped
+	at := ta.arrivals()
+	if len(at) != 4 {
+		t.Fatalf("%d requests reached the model, want 4", len(at))
 	}
+	checkSpedUp(t, at, 1, slowInterval, fastInterval) // the reloaded 50/s
 	if code, body := ta.chat(context.Background(), "sk-new"); code != 200 {
 		t.Fatalf("the new tenant's key: %d %s", code, body)
 	}

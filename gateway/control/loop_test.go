@@ -3,11 +3,15 @@ package control
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
-	"runtime"
+	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
@@ -36,6 +40,17 @@ func newPool(t *testing.T) *pool {
 		t.Cleanup(ts.Close)
 		p.sims, p.urls = append(p.sims, s), append(p.urls, ts.URL)
 	}
+	p.pacer = newPacer(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p.loop = NewLoop(Options{Config: Config{Interval: time.Hour, WaitingTarget: 8, MinFactor: 0.1, MaxFactor: 1,
+		Decrease: 0.5, Increase: 0.25, Hysteresis: 2}, Pacer: p.pacer, Upstreams: func() []string { return p.urls },
+		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(p.logs, nil))})
+	return p
+}
+
+// newPacer paces a normal and a high-priority tenant at 10/s.
+func newPacer(t *testing.T) *policy.Pacer {
+	t.Helper()
 	f, err := config.Parse([]byte(`
 upstreams: [{url: "http://127.0.0.1:1"}]
 defaults: {rate: 10}
@@ -50,12 +65,7 @@ tenants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.pacer = policy.NewPacer(policy.NewTable(q))
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p.loop = NewLoop(Options{Config: Config{Interval: time.Hour, WaitingTarget: 8, MinFactor: 0.1, MaxFactor: 1,
-		Decrease: 0.5, Increase: 0.25, Hysteresis: 2}, Pacer: p.pacer, Upstreams: func() []string { return p.urls },
-		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(p.logs, nil))})
-	return p
+	return policy.NewPacer(policy.NewTable(q))
 }
 
 func (p *pool) load(waiting ...float64) {
@@ -149,33 +159,161 @@ func TestLoopHoldsWhenScrapesFail(t *testing.T) {
 	}
 }
 
-func TestLoopStartStop(t *testing.T) {
-	before := runtime.NumGoroutine()
-	p := newPool(t)
-	p.loop.o.Config.Interval = time.Millisecond
-	p.load(20, 20)
-	if err := p.loop.Start(context.Background()); err != nil {
+// inProcess is a RoundTripper that serves requests with h directly, with
+// no socket: inside a synctest bubble a scrape then blocks on nothing but
+// the bubble's own goroutines. Like http.Transport, it fails a request
+// whose context ended.
+type inProcess struct{ h http.Handler }
+
+func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	p.h.ServeHTTP(rec, r)
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	return rec.Result(), nil
+}
+
+// bubbleLoop is a loop scraping one in-process simulated vLLM that reports
+// 20 waiting requests (over the target of 8), with a tick counter: the
+// loop reads its clock once per Tick. Call it inside a synctest bubble.
+type bubbleLoop struct {
+	loop  *Loop
+	pacer *policy.Pacer
+	ticks atomic.Int64
+}
+
+func newBubbleLoop(t *testing.T, interval time.Duration) *bubbleLoop {
+	t.Helper()
+	sim := vllmsim.New(vllmsim.Config{Models: []string{model}})
+	sim.SetLoad(&vllmsim.Load{Waiting: 20, Running: 4, KVCache: 0.5})
+	b := &bubbleLoop{pacer: newPacer(t)}
+	b.loop = NewLoop(Options{Config: Config{Interval: interval, WaitingTarget: 8, MinFactor: 0.1, MaxFactor: 1,
+		Decrease: 0.5, Increase: 0.25, Hysteresis: 2}, Pacer: b.pacer,
+		Upstreams: func() []string { return []string{"http://sim"} },
+		Client:    &http.Client{Transport: inProcess{sim}},
+		Now:       func() time.Time { b.ticks.Add(1); return time.Now() },
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return b
+}
+
+// loopRunning reports whether a goroutine is inside Loop.run.
+func loopRunning(t *testing.T) bool {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.loop.Start(context.Background()); err != ErrStarted {
-		t.Fatalf("second Start = %v, want ErrStarted", err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for p.pacer.ColumnFactor(model) == 1 { // the ticker drives it
-		if time.Now().After(deadline) {
-			t.Fatal("the running loop never tightened the column")
+	return strings.Contains(buf.String(), "control.(*Loop).run")
+}
+
+// TestLoopTicksEveryIntervalUntilStopped: a started loop ticks once per
+// interval and applies the controller's decisions; Stop ends its goroutine
+// and no tick follows, however long the test waits; a second Start runs
+// it again.
+func TestLoopTicksEveryIntervalUntilStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = time.Second
+		b := newBubbleLoop(t, interval)
+		if err := b.loop.Start(t.Context()); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	p.loop.Stop()
-	p.loop.Stop() // idempotent
-	f := p.pacer.ColumnFactor(model)
-	p.load(20, 20)
-	if got := p.pacer.ColumnFactor(model); got != f {
-		t.Fatalf("factor moved after Stop: %v → %v", f, got)
-	}
-	left := runtime.NumGoroutine() - before
-	if left > 8 { // httptest servers and idle client connections remain until cleanup
-		t.Fatalf("%d goroutines left after Stop", left)
-	}
+		if err := b.loop.Start(t.Context()); err != ErrStarted {
+			t.Fatalf("second Start = %v, want ErrStarted", err)
+		}
+		time.Sleep(3*interval + interval/2)
+		synctest.Wait()
+		if n := b.ticks.Load(); n != 3 {
+			t.Fatalf("%d ticks in 3.5 intervals, want 3", n)
+		}
+		// Hysteresis 2: the second congested scrape halves the factor.
+		if got := b.pacer.ColumnFactor(model); got != 0.5 {
+			t.Fatalf("column factor after 3 congested ticks = %v, want 0.5", got)
+		}
+		if !loopRunning(t) {
+			t.Fatal("no goroutine in Loop.run while started")
+		}
+
+		b.loop.Stop()
+		synctest.Wait() // let the goroutine that called wg.Done exit
+		if loopRunning(t) {
+			t.Fatal("Loop.run still running after Stop returned")
+		}
+		b.loop.Stop() // a no-op on a stopped loop
+		time.Sleep(10 * interval)
+		synctest.Wait()
+		if n := b.ticks.Load(); n != 3 {
+			t.Fatalf("%d ticks after Stop, want still 3", n)
+		}
+		if got := b.pacer.ColumnFactor(model); got != 0.5 {
+			t.Fatalf("column factor moved after Stop: %v, want 0.5", got)
+		}
+
+		if err := b.loop.Start(t.Context()); err != nil {
+			t.Fatalf("Start after Stop = %v", err)
+		}
+		time.Sleep(2*interval + interval/2)
+		synctest.Wait()
+		if n := b.ticks.Load(); n != 5 {
+			t.Fatalf("%d ticks after restarting for 2.5 intervals, want 5", n)
+		}
+		b.loop.Stop()
+	})
+}
+
+// TestLoopStopsWhenContextCancelled: cancelling Start's context ends the
+// loop's goroutine without a Stop.
+func TestLoopStopsWhenContextCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = time.Second
+		b := newBubbleLoop(t, interval)
+		ctx, cancel := context.WithCancel(t.Context())
+		if err := b.loop.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(interval + interval/2)
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		if loopRunning(t) {
+			t.Fatal("Loop.run still running after its context was cancelled")
+		}
+		time.Sleep(10 * interval)
+		synctest.Wait()
+		if n := b.ticks.Load(); n != 1 {
+			t.Fatalf("%d ticks, want the 1 before the cancel", n)
+		}
+		b.loop.Stop()
+	})
+}
+
+// TestLoopStopAbortsScrapeInProgress: an upstream that never answers
+// cannot hold Stop up; the aborted scrape is not logged as a failure.
+func TestLoopStopAbortsScrapeInProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = time.Second
+		scraping := make(chan struct{})
+		hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(scraping)
+			<-r.Context().Done()
+		})
+		logs := new(bytes.Buffer)
+		l := NewLoop(Options{Config: Config{Interval: interval}, Pacer: newPacer(t),
+			Upstreams: func() []string { return []string{"http://sim"} },
+			Client:    &http.Client{Transport: inProcess{hang}},
+			Logger:    slog.New(slog.NewTextHandler(logs, nil))})
+		if err := l.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(interval)
+		<-scraping
+		l.Stop() // a deadlock here fails the bubble
+		synctest.Wait()
+		if loopRunning(t) {
+			t.Fatal("Loop.run still running after Stop returned")
+		}
+		if strings.Contains(logs.String(), "scrape failed") {
+			t.Fatalf("the aborted scrape was logged as a failure:\n%s", logs)
+		}
+	})
 }

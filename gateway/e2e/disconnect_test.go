@@ -17,7 +17,7 @@ import (
 func TestDisconnectWhileQueuedNeverReachesUpstream(t *testing.T) {
 	sim := newSim(t, fastSim())
 	s := startStack(t, `
-defaults: {rate: 1, backlog: 100, max_wait: 10s}
+defaults: {rate: 0.5, backlog: 100, max_wait: 10s}
 `+tenantsYAML, sim)
 	readAll(t, s.post(t.Context(), "/v1/chat/completions", "sk-alice", chatBody).Body) // takes the slot
 	ctx, cancel := context.WithCancel(t.Context())
@@ -31,17 +31,19 @@ defaults: {rate: 1, backlog: 100, max_wait: 10s}
 		}
 	}()
 	k := key("alice", "sim-model")
-	eventually(t, 2*time.Second, "the request to be queued", func() bool { return s.app.Queue.Backlog(k) == 1 })
+	eventually(t, time.Minute, "the request to be queued", func() bool { return s.app.Queue.Backlog(k) == 1 })
 	cancel()
 	<-done
-	// It leaves the bucket's backlog as soon as its handler sees the
-	// disconnect, well before its slot...
-	eventually(t, 200*time.Millisecond, "the cancelled request to leave the backlog", func() bool { return s.app.Queue.Backlog(k) == 0 })
-	// ...and when its slot comes, 1 s after the first request, the
-	// consumer drops it from the LiteTopic.
-	eventually(t, 3*time.Second, "the consumer to drop the message", func() bool {
-		return s.app.Queue.Backend().(*embedded.Engine).Stats().Messages == 0
-	})
+	// It leaves the bucket's backlog when its handler sees the
+	// disconnect, before its slot (2 s after the first request) comes:
+	// its message is still in the LiteTopic then...
+	liteTopic := func() int { return s.app.Queue.Backend().(*embedded.Engine).Stats().Messages }
+	eventually(t, time.Minute, "the cancelled request to leave the backlog", func() bool { return s.app.Queue.Backlog(k) == 0 })
+	if n := liteTopic(); n != 1 {
+		t.Fatalf("LiteTopic backlog = %d when the request left its bucket, want 1: it left only when its slot came", n)
+	}
+	// ...and when its slot comes the consumer drops it.
+	eventually(t, time.Minute, "the consumer to drop the message", func() bool { return liteTopic() == 0 })
 	if n := len(sim.Arrivals()); n != 1 {
 		t.Fatalf("the model saw %d requests, want only the first", n)
 	}
@@ -50,9 +52,11 @@ defaults: {rate: 1, backlog: 100, max_wait: 10s}
 	}
 }
 
-// A client that leaves mid-stream: the upstream call is cancelled and the
-// simulated vLLM records the abort within 100 ms.
+// A client that leaves mid-stream: the upstream call is cancelled, so the
+// simulated vLLM sees its client leave instead of streaming the remaining
+// tokens.
 func TestDisconnectMidStreamAbortsUpstream(t *testing.T) {
+	// 200 tokens 50 ms apart: finishing would take 10 s.
 	sim := newSim(t, vllmsim.Config{TTFT: time.Millisecond, ITL: 50 * time.Millisecond})
 	s := startStack(t, tenantsYAML, sim)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -69,18 +73,18 @@ func TestDisconnectMidStreamAbortsUpstream(t *testing.T) {
 			break
 		}
 	}
-	cancelled := time.Now()
 	cancel()
 	resp.Body.Close()
+	sim.awaitFinished(t, id, time.Minute)
+	if st := sim.Stats(); st.Requests != 1 || st.Aborted != 1 || st.Completed != 0 {
+		t.Fatalf("sim stats = %+v, want 1 request, aborted, not completed", st)
+	}
 	select {
 	case ab := <-sim.Aborts():
-		if ab.ID != id {
-			t.Errorf("abort for %q, want %q", ab.ID, id)
+		if ab.ID != id || ab.Queued {
+			t.Errorf("abort = %+v, want request %q aborted while running", ab, id)
 		}
-		if d := ab.At.Sub(cancelled); d > 100*time.Millisecond {
-			t.Errorf("upstream abort %s after the disconnect, want <= 100ms", d)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the simulated upstream never saw the abort")
+	default:
+		t.Fatal("the simulator counted an abort but did not report it")
 	}
 }

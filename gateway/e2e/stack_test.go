@@ -27,10 +27,11 @@ type stack struct {
 }
 
 // simServer is a vllmsim behind a real loopback socket, with a log of the
-// requests that reached it.
+// requests that reached it and a report of each one it finished with.
 type simServer struct {
 	*vllmsim.Server
-	url string
+	url      string
+	finished chan string // request ids, once the simulator's handler returned
 
 	mu       sync.Mutex
 	arrivals []arrival
@@ -48,6 +49,31 @@ func (s *simServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}
 	s.Server.ServeHTTP(w, r)
+	if r.Method == http.MethodPost {
+		select {
+		case s.finished <- r.Header.Get("X-Request-Id"):
+		default: // a test that does not read it cannot stall the simulator
+		}
+	}
+}
+
+// awaitFinished waits until the simulator's handler for the request id
+// returned, whether it completed or saw its client leave. The timeout only
+// guards against a hang.
+func (s *simServer) awaitFinished(t testing.TB, id string, timeout time.Duration) {
+	t.Helper()
+	guard := time.NewTimer(timeout)
+	defer guard.Stop()
+	for {
+		select {
+		case got := <-s.finished:
+			if got == id {
+				return
+			}
+		case <-guard.C:
+			t.Fatalf("the simulator never finished request %q (hang guard %s)", id, timeout)
+		}
+	}
 }
 
 // Arrivals returns a copy of the generation requests seen so far.
@@ -71,7 +97,7 @@ func newSim(t testing.TB, cfg vllmsim.Config) *simServer {
 	if len(cfg.Models) == 0 {
 		cfg.Models = []string{"sim-model"}
 	}
-	s := &simServer{Server: vllmsim.New(cfg)}
+	s := &simServer{Server: vllmsim.New(cfg), finished: make(chan string, 1024)}
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	s.url = ts.URL

@@ -2,11 +2,11 @@ package metrics
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pacegate/pacegate/consume"
@@ -92,24 +92,28 @@ type fakeUpstreams []upstream.UpstreamStat
 
 func (f fakeUpstreams) Stats() []upstream.UpstreamStat { return f }
 
+// TestStateMetrics runs in a synctest bubble: the collector reads the
+// same virtual clock as the test, so the ages are exact and the aggregate
+// cache expires at a known instant.
 func TestStateMetrics(t *testing.T) {
-	buckets := consumetest.New()
-	now := time.Now()
-	for i, k := range []policy.Key{{Tenant: "a", Model: "m1"}, {Tenant: "a", Model: "m1"}, {Tenant: "a", Model: "m1"}, {Tenant: "b", Model: "m1"}, {Tenant: "b", Model: "m1"}, {Tenant: "c", Model: "m2"}, {Tenant: "d", Model: "m1"}} {
-		buckets.Submit(k, now.Add(-time.Duration(10-i)*time.Second))
-	}
-	buckets.Suspend(policy.Key{Tenant: "b", Model: "m1"}, time.Hour)
-	table := policy.NewTable(mustQuotas(t))
-	pacer := policy.NewPacer(table)
-	pacer.SetColumnFactor("m2", 0.5)
-	pacer.SetGlobalFactor(2)
-	m := New(Config{TopK: 2, Buckets: buckets, Factors: pacer, Models: func() []string { return []string{"m1", "m2"} },
-		Upstreams: fakeUpstreams{{URL: "http://u1", InFlight: 3, MaxConcurrency: 8, Healthy: true}, {URL: "http://u2", MaxConcurrency: 4}}})
-	got := scrape(t, m, "pacegate_bucket_backlog", "pacegate_bucket_released", "pacegate_bucket_suspends", "pacegate_model_",
-		"pacegate_upstream_", "pacegate_global", "pacegate_column")
-	got = dropOldestWait(got)
-	want := `pacegate_bucket_backlog{model="m1",tenant="a"} 3
+	synctest.Test(t, func(t *testing.T) {
+		buckets := consumetest.New()
+		now := time.Now()
+		for i, k := range []policy.Key{{Tenant: "a", Model: "m1"}, {Tenant: "a", Model: "m1"}, {Tenant: "a", Model: "m1"}, {Tenant: "b", Model: "m1"}, {Tenant: "b", Model: "m1"}, {Tenant: "c", Model: "m2"}, {Tenant: "d", Model: "m1"}} {
+			buckets.Submit(k, now.Add(-time.Duration(10-i)*time.Second))
+		}
+		buckets.Suspend(policy.Key{Tenant: "b", Model: "m1"}, time.Hour)
+		table := policy.NewTable(mustQuotas(t))
+		pacer := policy.NewPacer(table)
+		pacer.SetColumnFactor("m2", 0.5)
+		pacer.SetGlobalFactor(2)
+		m := New(Config{TopK: 2, Buckets: buckets, Factors: pacer, Models: func() []string { return []string{"m1", "m2"} },
+			Upstreams: fakeUpstreams{{URL: "http://u1", InFlight: 3, MaxConcurrency: 8, Healthy: true}, {URL: "http://u2", MaxConcurrency: 4}}})
+		got := scrape(t, m, "pacegate_bucket_", "pacegate_model_", "pacegate_upstream_", "pacegate_global", "pacegate_column")
+		want := `pacegate_bucket_backlog{model="m1",tenant="a"} 3
 pacegate_bucket_backlog{model="m1",tenant="b"} 2
+pacegate_bucket_oldest_wait_seconds{model="m1",tenant="a"} 10
+pacegate_bucket_oldest_wait_seconds{model="m1",tenant="b"} 7
 pacegate_bucket_released_total{model="m1",tenant="a"} 0
 pacegate_bucket_released_total{model="m1",tenant="b"} 0
 pacegate_bucket_suspends_total{model="m1",tenant="a"} 0
@@ -123,34 +127,43 @@ pacegate_model_buckets{model="m1",state="queued"} 2
 pacegate_model_buckets{model="m1",state="suspended"} 1
 pacegate_model_buckets{model="m2",state="queued"} 1
 pacegate_model_buckets{model="m2",state="suspended"} 0
+pacegate_model_oldest_wait_seconds{model="m1"} 10
+pacegate_model_oldest_wait_seconds{model="m2"} 5
 pacegate_upstream_healthy{upstream="http://u1"} 1
 pacegate_upstream_healthy{upstream="http://u2"} 0
 pacegate_upstream_in_flight{upstream="http://u1"} 3
 pacegate_upstream_in_flight{upstream="http://u2"} 0
 pacegate_upstream_max_concurrency{upstream="http://u1"} 8
 pacegate_upstream_max_concurrency{upstream="http://u2"} 4`
-	if got != want {
-		t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
-	}
-	// Top-K is live; the per-model aggregates are cached for AggregateEvery.
-	buckets.Submit(policy.Key{Tenant: "a", Model: "m1"}, now)
-	if got := scrape(t, m, "pacegate_bucket_backlog{model=\"m1\",tenant=\"a\"}", "pacegate_model_backlog{model=\"m1\"}"); got !=
-		"pacegate_bucket_backlog{model=\"m1\",tenant=\"a\"} 4\npacegate_model_backlog{model=\"m1\"} 6" {
-		t.Fatalf("second scrape:\n%s", got)
-	}
-	oldest := scrape(t, m, "pacegate_model_oldest_wait_seconds{model=\"m1\"}")
-	var v float64
-	if _, err := fmt.Sscanf(oldest, `pacegate_model_oldest_wait_seconds{model="m1"} %g`, &v); err != nil || v < 10 || v > 70 {
-		t.Fatalf("oldest wait of m1 = %q, want about 10s", oldest)
-	}
+		if got != want {
+			t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
+		}
+		// Top-K is live; the per-model aggregates are cached for
+		// AggregateEvery, and recomputed once it has passed.
+		buckets.Submit(policy.Key{Tenant: "a", Model: "m1"}, now)
+		live := []string{`pacegate_bucket_backlog{model="m1",tenant="a"}`, `pacegate_model_backlog{model="m1"}`, `pacegate_model_oldest_wait_seconds{model="m1"}`}
+		for _, step := range []struct {
+			advance time.Duration
+			want    string
+		}{
+			{0, "4\n6\n10"},
+			{DefaultAggregateEvery - time.Millisecond, "4\n6\n10"},
+			{time.Millisecond, "4\n7\n20"},
+		} {
+			time.Sleep(step.advance)
+			if got := values(scrape(t, m, live...)); got != step.want {
+				t.Fatalf("%v after the first scrape: a/m1 backlog, m1 backlog, m1 oldest wait = %q, want %q",
+					time.Since(now), got, step.want)
+			}
+		}
+	})
 }
 
-func dropOldestWait(s string) string {
+// values returns the sample values of exposition lines, one a line.
+func values(lines string) string {
 	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if !strings.Contains(l, "oldest_wait") {
-			out = append(out, l)
-		}
+	for _, l := range strings.Split(lines, "\n") {
+		out = append(out, l[strings.LastIndexByte(l, ' ')+1:])
 	}
 	return strings.Join(out, "\n")
 }
