@@ -13,8 +13,8 @@ func TestPutBucketRateAndBurst(t *testing.T) {
 	f := newFixture(t)
 	k := policy.Key{Tenant: "acme", Model: llama}
 	f.expect(http.MethodPut, "/admin/buckets/acme/"+llama, `{"rate":5,"burst":10}`, 200,
-		`{"tenant":"acme","model":"meta-llama/Llama-3-8B","backlog":0,"rate":5,"effective_rate":5,"state":"idle","oldest_wait_ms":0,"released":0,"suspends":0,`+
-			`"priority":"normal","limits":{"rpm":600,"tpm":0,"burst":10,"rate":5,"backlog":100,"max_wait":"30s"},"override":{"burst":10,"rate":5}}`)
+		`{"tenant":"acme","model":"meta-llama/Llama-3-8B","backlog":0,"rate":5,"effective_rate":5,"state":"idle","oldest_wait_ms":0,"released":0,"suspends":0,"service":0,"share":0,`+
+			`"priority":"normal","weight":1,"limits":{"rpm":600,"tpm":0,"burst":10,"rate":5,"backlog":100,"max_wait":"30s"},"override":{"burst":10,"rate":5}}`)
 	if got := f.table.Limits(k); got.Rate != 5 || got.Burst != 10 {
 		t.Fatalf("Table.Limits = %+v, want rate 5 burst 10", got)
 	}
@@ -23,12 +23,12 @@ func TestPutBucketRateAndBurst(t *testing.T) {
 	}
 	// A second PUT merges; null removes one field.
 	f.expect(http.MethodPut, "/admin/buckets/acme/"+llama, `{"burst":null,"max_wait":"5s"}`, 200,
-		`{"tenant":"acme","model":"meta-llama/Llama-3-8B","backlog":0,"rate":5,"effective_rate":5,"state":"idle","oldest_wait_ms":0,"released":0,"suspends":0,`+
-			`"priority":"normal","limits":{"rpm":600,"tpm":0,"burst":0,"rate":5,"backlog":100,"max_wait":"5s"},"override":{"rate":5,"max_wait":"5s"}}`)
+		`{"tenant":"acme","model":"meta-llama/Llama-3-8B","backlog":0,"rate":5,"effective_rate":5,"state":"idle","oldest_wait_ms":0,"released":0,"suspends":0,"service":0,"share":0,`+
+			`"priority":"normal","weight":1,"limits":{"rpm":600,"tpm":0,"burst":0,"rate":5,"backlog":100,"max_wait":"5s"},"override":{"rate":5,"max_wait":"5s"}}`)
 	// DELETE removes the override.
 	f.expect(http.MethodDelete, "/admin/buckets/acme/"+llama, "", 200,
-		`{"tenant":"acme","model":"meta-llama/Llama-3-8B","backlog":0,"rate":2,"effective_rate":2,"state":"idle","oldest_wait_ms":0,"released":0,"suspends":0,`+
-			`"priority":"normal","limits":{"rpm":600,"tpm":0,"burst":0,"rate":2,"backlog":100,"max_wait":"30s"},"override":{}}`)
+		`{"tenant":"acme","model":"meta-llama/Llama-3-8B","backlog":0,"rate":2,"effective_rate":2,"state":"idle","oldest_wait_ms":0,"released":0,"suspends":0,"service":0,"share":0,`+
+			`"priority":"normal","weight":1,"limits":{"rpm":600,"tpm":0,"burst":0,"rate":2,"backlog":100,"max_wait":"30s"},"override":{}}`)
 }
 
 func TestBucketPathEscapes(t *testing.T) {
