@@ -1,6 +1,7 @@
 package consume
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -48,8 +49,15 @@ const (
 	// waiting bucket per period.
 	capacityWaitBroker = 200 * time.Millisecond
 	// grantHoldMargin is how much longer than its suspension a granted
-	// bucket's slot is held before it goes to the next bucket.
+	// bucket's slot is held before it goes to the next bucket; a bucket's
+	// further grants (see maxGrantPace) are held this long.
 	grantHoldMargin = time.Second
+	// maxGrantPace is the longest pacing interval at which a bucket with
+	// more requests queued stays in the wait set after a grant, so that
+	// it can be owed, and granted, several slots at once (slots often free
+	// together); its next requests follow within a few of these intervals.
+	// A slower bucket could not use a second slot soon enough to hold it.
+	maxGrantPace = 10 * time.Millisecond
 )
 
 // capacity is the gate between a bucket that may release a request and
@@ -68,8 +76,13 @@ type capacity struct {
 	// to them may take (see [fairshare.Scheduler.Entitled]).
 	reserve int
 
+	// backlog and pace read a bucket's queued requests and pacing
+	// interval (the Queue's ledger and the Pacer).
+	backlog func(policy.Key) int
+	pace    func(policy.Key) time.Duration
+
 	mu     sync.Mutex
-	grants map[policy.Key]*grant
+	grants map[policy.Key][]*grant // oldest first
 }
 
 // grant is a slot reserved for one waiting bucket until its delivery.
@@ -78,8 +91,9 @@ type grant struct {
 	timer *time.Timer // gives the slot to the next bucket if unclaimed
 }
 
-func newCapacity(up Upstreams, sched *fairshare.Scheduler, mode CapacityMode, reserve int, q *Queue) *capacity {
-	c := &capacity{up: up, sched: sched, mode: mode, reserve: reserve, wait: capacityWaitBroker, grants: map[policy.Key]*grant{}}
+func newCapacity(up Upstreams, sched *fairshare.Scheduler, mode CapacityMode, reserve int, q *Queue, p Pacer) *capacity {
+	c := &capacity{up: up, sched: sched, mode: mode, reserve: reserve, wait: capacityWaitBroker,
+		backlog: q.Backlog, pace: p.Interval, grants: map[policy.Key][]*grant{}}
 	if q.Wakeable() {
 		c.wake, c.wait = q.Wake, capacityWaitWakeable
 	}
@@ -125,7 +139,7 @@ func (c *capacity) mayTake(k policy.Key, band int) bool {
 		return true
 	}
 	free, total := c.up.Free(k.Model)
-	return free > c.reserve || c.sched.Entitled(k, band, total)
+	return free > c.reserve || c.sched.Entitled(k, band, total, time.Now())
 }
 
 // pick is the waiting bucket the next free slot of models goes to: the
@@ -140,33 +154,67 @@ func (c *capacity) pick(models []string) (policy.Key, bool) {
 	if free, _ := c.up.Free(k.Model); free > c.reserve {
 		return k, true
 	}
-	return c.sched.BestEntitled(models, func(m string) int { _, total := c.up.Free(m); return total })
+	return c.sched.BestEntitled(models, func(m string) int { _, total := c.up.Free(m); return total }, time.Now())
 }
 
-// claim takes the slot granted to k, if any.
+// claim takes the oldest slot granted to k, if any.
 func (c *capacity) claim(k policy.Key) (Slot, bool) {
 	c.mu.Lock()
-	g := c.grants[k]
-	delete(c.grants, k)
-	c.mu.Unlock()
-	if g == nil {
+	gs := c.grants[k]
+	if len(gs) == 0 {
+		c.mu.Unlock()
 		return nil, false
 	}
+	g := gs[0]
+	c.setGrants(k, gs[1:])
+	c.mu.Unlock()
 	g.timer.Stop()
 	return g.slot, true
 }
 
-// forfeit takes k out of the wait set and gives back a slot granted to
-// it: its request went away, or its pace says wait.
+// setGrants stores k's grants. Requires mu held.
+func (c *capacity) setGrants(k policy.Key, gs []*grant) {
+	if len(gs) == 0 {
+		delete(c.grants, k)
+		return
+	}
+	c.grants[k] = gs
+}
+
+// forfeit takes k out of the wait set and gives back the slots granted
+// to it: its pace says wait longer than a grant is worth holding.
 func (c *capacity) forfeit(k policy.Key) {
 	c.mu.Lock()
-	g := c.grants[k]
+	gs := c.grants[k]
 	delete(c.grants, k)
 	c.sched.Leave(k)
 	c.mu.Unlock()
-	if g != nil {
+	release(gs)
+}
+
+// trim gives back the slots granted to k beyond its queued requests: one
+// of them went away. k leaves the wait set when nothing of it is queued.
+func (c *capacity) trim(k policy.Key) {
+	c.mu.Lock()
+	queued := c.backlog(k)
+	gs := c.grants[k]
+	var extra []*grant
+	if len(gs) > queued {
+		gs, extra = gs[:queued], gs[queued:]
+		c.setGrants(k, gs)
+	}
+	if queued == 0 {
+		c.sched.Leave(k)
+	}
+	c.mu.Unlock()
+	release(extra)
+}
+
+// release gives slots back; the pool calls onFree, so they go on.
+func release(gs []*grant) {
+	for _, g := range gs {
 		g.timer.Stop()
-		g.slot.Release() // the pool calls onFree: the slot goes on
+		g.slot.Release()
 	}
 }
 
@@ -202,23 +250,40 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 			continue
 		}
 		c.sched.Grant(k)
-		g := &grant{slot: s}
-		g.timer = time.AfterFunc(c.hold, func() { c.expire(k, g) })
-		c.grants[k] = g
+		c.hand(k, s)
 		return k, true
 	}
 	return policy.Key{}, false
 }
 
+// hand reserves slot s for k. A bucket with more requests queued than
+// slots granted, paced fast enough to use them, stays in the wait set:
+// when several slots free at once it may be owed more than one. Requires
+// mu held.
+func (c *capacity) hand(k policy.Key, s Slot) {
+	held := c.grants[k]
+	hold := c.hold
+	if len(held) > 0 { // a further grant: the bucket is already awake
+		hold = grantHoldMargin
+	}
+	g := &grant{slot: s}
+	g.timer = time.AfterFunc(hold, func() { c.expire(k, g) })
+	c.grants[k] = append(held, g)
+	if c.backlog(k) > len(held)+1 && c.pace(k) <= maxGrantPace {
+		c.sched.Rejoin(k)
+	}
+}
+
 // expire gives an unclaimed grant's slot to the next bucket.
 func (c *capacity) expire(k policy.Key, g *grant) {
 	c.mu.Lock()
-	mine := c.grants[k] == g
-	if mine {
-		delete(c.grants, k)
+	gs := c.grants[k]
+	i := slices.Index(gs, g)
+	if i >= 0 {
+		c.setGrants(k, slices.Delete(slices.Clone(gs), i, i+1))
 	}
 	c.mu.Unlock()
-	if mine {
+	if i >= 0 {
 		g.slot.Release()
 	}
 }

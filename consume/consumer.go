@@ -115,7 +115,7 @@ func NewConsumer(cfg ConsumerConfig) *Consumer {
 	if !c.q.Wakeable() {
 		c.maxSuspend = max(maxSuspendWithoutWake, c.minSuspend)
 	}
-	c.cap = newCapacity(cfg.Upstreams, cfg.Fairness, cfg.Capacity, cfg.Reserve, c.q)
+	c.cap = newCapacity(cfg.Upstreams, cfg.Fairness, cfg.Capacity, cfg.Reserve, c.q, cfg.Pacer)
 	c.q.onIdle = cfg.Fairness.Idle
 	return c
 }

@@ -47,6 +47,7 @@ func (p fakePacer) Wait(k policy.Key, c float64) time.Duration {
 func (p fakePacer) AcquireOrSuspend(k policy.Key, c float64) time.Duration {
 	return p(k, c)
 }
+func (p fakePacer) Interval(policy.Key) time.Duration { return time.Millisecond }
 
 // wakeableBackend is a fakeBackend that can end suspensions.
 type wakeableBackend struct{ fakeBackend }

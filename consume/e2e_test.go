@@ -39,6 +39,12 @@ func (p *exactPacer) set(k policy.Key, perSecond float64) {
 	p.interval[k] = time.Duration(float64(time.Second) / perSecond)
 }
 
+func (p *exactPacer) Interval(k policy.Key) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.interval[k]
+}
+
 func (p *exactPacer) Wait(k policy.Key, cost float64) time.Duration {
 	now := time.Now()
 	p.mu.Lock()

@@ -29,6 +29,7 @@ func (c *Consumer) Handle(ctx context.Context, d *Delivery) (res Result) {
 				p.Send(Event{Kind: EventError, Err: fmt.Errorf("consume: handler panicked: %v", v)})
 			}
 			c.q.depart(p, false)
+			c.cap.trim(k)
 			res = Success()
 		}
 	}()
@@ -37,14 +38,17 @@ func (c *Consumer) Handle(ctx context.Context, d *Delivery) (res Result) {
 		case p.Dispatched(): // a redelivery after a lost ack
 			return c.drop(k, ReasonDuplicate)
 		case p.gone():
-			c.cap.forfeit(k)
 			c.q.depart(p, false)
+			c.cap.trim(k)
 			return c.drop(k, ReasonClientGone)
 		}
-		// Pace first, taking nothing: a slot of the pool is never held by
-		// a bucket that may not release yet.
+		// Pace first, taking nothing: a slot of the pool is held for a
+		// bucket that may not release yet only for as long as a grant is
+		// worth holding.
 		if wait := c.cfg.Pacer.Wait(k, 1); wait > 0 {
-			c.cap.forfeit(k)
+			if wait > maxGrantPace {
+				c.cap.forfeit(k)
+			}
 			if wait >= c.minSuspend || try > 0 {
 				return c.suspend(k, max(wait, c.minSuspend), ReasonPace)
 			}
@@ -99,6 +103,7 @@ func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
 	if !p.claim(now) { // abandoned by its handler a moment ago
 		slot.Release()
 		c.q.depart(p, false)
+		c.cap.trim(k)
 		return c.drop(k, ReasonClientGone)
 	}
 	c.q.depart(p, true)

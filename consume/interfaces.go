@@ -15,6 +15,9 @@ type Pacer interface {
 	// AcquireOrSuspend returns 0 and takes the bucket's next release slot,
 	// or returns how long until that slot and takes nothing.
 	AcquireOrSuspend(k policy.Key, cost float64) time.Duration
+	// Interval is the time between two releases of k at its current
+	// rate (0 when unpaced).
+	Interval(k policy.Key) time.Duration
 }
 
 // Upstreams is the model pool as the consumer sees it (implemented by

@@ -171,6 +171,19 @@ func (p *Pacer) WaitAt(now time.Time, k Key, cost float64) time.Duration {
 	return 0
 }
 
+// Interval returns the time between two releases of k at its current
+// effective rate: 0 when unpaced, pausedWait when paused.
+func (p *Pacer) Interval(k Key) time.Duration {
+	rate := p.EffectiveRate(k)
+	switch {
+	case math.IsInf(rate, 1):
+		return 0
+	case !(rate > 0):
+		return pausedWait
+	}
+	return time.Duration(interval(1, rate))
+}
+
 // maxInterval caps one slot interval so slot arithmetic cannot overflow.
 const maxInterval = int64(100 * 365 * 24 * time.Hour)
 

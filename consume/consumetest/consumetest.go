@@ -96,6 +96,7 @@ func (p waitPacer) Wait(policy.Key, float64) time.Duration { return time.Duratio
 func (p waitPacer) AcquireOrSuspend(policy.Key, float64) time.Duration {
 	return time.Duration(p)
 }
+func (p waitPacer) Interval(policy.Key) time.Duration { return time.Duration(p) }
 
 type noUpstreams struct{}
 

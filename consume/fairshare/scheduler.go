@@ -32,6 +32,7 @@ type model struct {
 	heaps  [NumBands]flowHeap
 	floor  [NumBands]float64 // counter of the last flow granted in each band
 	grants [NumBands]uint64
+	seen   [NumBands]int64 // unix ns a bucket of each band last joined or started
 }
 
 // flow is one bucket as the scheduler sees it.
@@ -100,6 +101,7 @@ func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) 
 		return false
 	}
 	m := s.model(k.Model)
+	m.seen[band] = now.UnixNano()
 	f.band, f.weight = band, weight
 	h := &m.heaps[band]
 	switch {
@@ -113,6 +115,22 @@ func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) 
 	s.seq++
 	f.seq = s.seq
 	h.push(f)
+	return true
+}
+
+// Rejoin puts k back in its wait set, in the band and with the weight of
+// its last Join, without a lift: it is still in the same busy period.
+// It reports whether k was out of the set.
+func (s *Scheduler) Rejoin(k policy.Key) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flows[k]
+	if f == nil || f.hidx >= 0 {
+		return false
+	}
+	s.seq++
+	f.seq = s.seq
+	s.model(k.Model).heaps[f.band].push(f)
 	return true
 }
 
@@ -226,6 +244,7 @@ func (s *Scheduler) Start(k policy.Key, promptTokens float64, now time.Time) {
 	defer s.mu.Unlock()
 	f := s.flow(k)
 	f.running++
+	s.model(k.Model).seen[f.band] = now.UnixNano()
 	s.charge(f, promptTokens, now)
 	s.fix(f)
 }
