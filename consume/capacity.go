@@ -83,6 +83,10 @@ type capacity struct {
 
 	mu     sync.Mutex
 	grants map[policy.Key][]*grant // oldest first
+	// parked holds the buckets whose delivery was suspended to wait for a
+	// slot and has not had one since: delivered again without one, that
+	// is a wake-up that did no work (ReasonCapacityRecheck).
+	parked map[policy.Key]bool
 }
 
 // grant is a slot reserved for one waiting bucket until its delivery.
@@ -93,7 +97,7 @@ type grant struct {
 
 func newCapacity(up Upstreams, sched *fairshare.Scheduler, mode CapacityMode, reserve int, q *Queue, p Pacer) *capacity {
 	c := &capacity{up: up, sched: sched, mode: mode, reserve: reserve, wait: capacityWaitBroker,
-		backlog: q.Backlog, pace: p.Interval, grants: map[policy.Key][]*grant{}}
+		backlog: q.Backlog, pace: p.Interval, grants: map[policy.Key][]*grant{}, parked: map[policy.Key]bool{}}
 	if q.Wakeable() {
 		c.wake, c.wait = q.Wake, capacityWaitWakeable
 	}
@@ -121,7 +125,7 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 		return nil, false, false
 	}
 	c.mu.Lock()
-	joined := c.sched.Join(k, band, weight, time.Now())
+	c.sched.Join(k, band, weight, time.Now())
 	c.mu.Unlock()
 	// A slot may have freed between the try and the join, with nobody
 	// waiting to take it: hand it out now, possibly to k itself.
@@ -129,7 +133,11 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 	if s, ok := c.claim(k); ok {
 		return s, true, false
 	}
-	return nil, false, !joined
+	c.mu.Lock()
+	recheck = c.parked[k]
+	c.parked[k] = true
+	c.mu.Unlock()
+	return nil, false, recheck
 }
 
 // mayTake reports whether k may take a free slot of its model now: any
@@ -167,6 +175,7 @@ func (c *capacity) claim(k policy.Key) (Slot, bool) {
 	}
 	g := gs[0]
 	c.setGrants(k, gs[1:])
+	delete(c.parked, k)
 	c.mu.Unlock()
 	g.timer.Stop()
 	return g.slot, true
@@ -187,6 +196,7 @@ func (c *capacity) forfeit(k policy.Key) {
 	c.mu.Lock()
 	gs := c.grants[k]
 	delete(c.grants, k)
+	delete(c.parked, k)
 	c.sched.Leave(k)
 	c.mu.Unlock()
 	release(gs)
@@ -205,6 +215,7 @@ func (c *capacity) trim(k policy.Key) {
 	}
 	if queued == 0 {
 		c.sched.Leave(k)
+		delete(c.parked, k)
 	}
 	c.mu.Unlock()
 	release(extra)
