@@ -12,7 +12,7 @@ import (
 	"github.com/pacegate/pacegate/consume"
 )
 
-// The seed's POC: 50 LiteTopics share 50 workers, each topic gets a
+// Suspend versus Sleep: 50 LiteTopics share 50 workers, each topic gets a
 // message every 100 ms for 3 s, and the first k topics are throttled for
 // 300 ms per message.
 const (

@@ -84,7 +84,7 @@ func TestSuspendPacing(t *testing.T) {
 	}
 }
 
-// TestSuspendIsolation is the seed's POC on the broker: while most
+// TestSuspendIsolation is Suspend versus Sleep on the broker: while most
 // LiteTopics are throttled with Suspend(300ms) per message, the others'
 // publish→dispatch latency stays what it is with nothing throttled.
 func TestSuspendIsolation(t *testing.T) {

@@ -86,7 +86,7 @@ func TestQueuedRequestsFollowRateChanges(t *testing.T) {
 	}
 }
 
-// TestSpeedUpWakesSuspendedBucket states the seed's promise in full: a
+// TestSpeedUpWakesSuspendedBucket: a rate change reaches requests already queued. A
 // bucket paced at one request per 20 s, then sped up, releases its queue
 // at the new pace at once.
 func TestSpeedUpWakesSuspendedBucket(t *testing.T) {
