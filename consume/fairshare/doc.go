@@ -11,9 +11,9 @@
 // highest priority band with the lowest counter (ties: the one that has
 // waited longest). Completion tokens are charged as they stream, so a long
 // generation is paid for while it runs, not only at its end. A bucket that
-// joins the wait set is lifted to the lowest counter among the buckets
-// waiting in its band (or, when none waits, to the counter of the last
-// bucket served in that band): idle time is never banked, and a newcomer
+// becomes backlogged is lifted to its band's virtual time, the counter of
+// the last bucket granted a slot in the band (never more than the lowest
+// counter still waiting): idle time is never banked, and a newcomer
 // cannot starve the others by arriving with a counter of zero.
 //
 // This is the Virtual Token Counter of Sheng et al., "Fairness in Serving

@@ -85,8 +85,9 @@ func (s *Scheduler) flow(k policy.Key) *flow {
 // Join puts bucket k in its model's wait set, in band (0 = high) with
 // weight (> 0; anything else counts as 1). A bucket already waiting stays
 // where it is. A bucket that was idle (see [Scheduler.Idle]) is lifted to
-// the lowest counter waiting in its band, so it gains nothing from having
-// been idle.
+// its band's virtual time, the counter of the last bucket granted a slot
+// in the band: it gains nothing from having been idle, and it is served
+// next unless another bucket is owed more.
 // It reports whether k joined now (false: it was waiting already).
 func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) bool {
 	band = min(max(band, 0), NumBands-1)
@@ -103,15 +104,11 @@ func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) 
 	m := s.model(k.Model)
 	m.seen[band] = now.UnixNano()
 	f.band, f.weight = band, weight
-	h := &m.heaps[band]
-	switch {
-	case f.backlogged: // still the same busy period: no lift
-	case len(*h) > 0:
-		f.counter = max(f.counter, (*h)[0].counter)
-	default:
+	if !f.backlogged { // a return from idleness: lifted, banking nothing
 		f.counter = max(f.counter, m.floor[band])
 	}
 	f.backlogged = true
+	h := &m.heaps[band]
 	s.seq++
 	f.seq = s.seq
 	h.push(f)

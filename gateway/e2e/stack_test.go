@@ -124,10 +124,20 @@ tenants:
 // upstreams) in front of sims.
 func startStack(t testing.TB, body string, sims ...*simServer) *stack {
 	t.Helper()
+	return startStackLimited(t, 0, body, sims...)
+}
+
+// startStackLimited is startStack with each upstream's max_concurrency
+// set to slots (0: the default).
+func startStackLimited(t testing.TB, slots int, body string, sims ...*simServer) *stack {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("listen: \"127.0.0.1:0\"\nupstreams:\n")
 	for _, s := range sims {
 		fmt.Fprintf(&b, "  - url: %q\n", s.url)
+		if slots > 0 {
+			fmt.Fprintf(&b, "    max_concurrency: %d\n", slots)
+		}
 	}
 	b.WriteString(body)
 	cfg, err := config.Parse([]byte(b.String()))

@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
+)
+
+// The noisy neighbour, through real sockets: heavy fills a pool of two
+// slots and queues four more requests behind them; when light then asks
+// for one, the next slot that frees is light's, not heavy's next, although
+// heavy asked first. Every request ends with its full response. (Heavy's
+// first request is longer, so that its two slots free at different
+// moments and the model sees the requests in the order they were granted.)
+func TestNoisyNeighbourGetsTheNextSlot(t *testing.T) {
+	sim := newSim(t, vllmsim.Config{TTFT: 5 * time.Millisecond, ITL: 10 * time.Millisecond})
+	s := startStackLimited(t, 2, `
+defaults: {rate: 1000, backlog: 100, max_wait: 60s}
+tenants:
+  - {id: heavy, keys: ["sk-heavy"]}
+  - {id: light, keys: ["sk-light"]}
+`, sim)
+	body := func(tokens int) string {
+		return fmt.Sprintf(`{"model":"sim-model","max_tokens":%d,"messages":[{"role":"user","content":"hi"}]}`, tokens)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[string]int{} // request id → status
+	send := func(key string, tokens int) {
+		wg.Go(func() {
+			resp := s.post(context.Background(), "/v1/chat/completions", key, body(tokens))
+			readAll(t, resp.Body)
+			mu.Lock()
+			statuses[resp.Header.Get("X-Request-Id")] = resp.StatusCode
+			mu.Unlock()
+		})
+	}
+	send("sk-heavy", 60) // 0.6 s
+	eventually(t, time.Minute, "heavy's first request to run", func() bool { return len(sim.Arrivals()) == 1 })
+	for range 5 {
+		send("sk-heavy", 30) // 0.3 s each: one runs, four wait
+	}
+	eventually(t, time.Minute, "heavy to fill the pool and queue four", func() bool {
+		return len(sim.Arrivals()) == 2 && s.app.Queue.Backlog(key("heavy", "sim-model")) == 4
+	})
+	resp := s.post(context.Background(), "/v1/chat/completions", "sk-light", body(2))
+	readAll(t, resp.Body)
+	light := resp.Header.Get("X-Request-Id")
+	wg.Wait()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("light: status %d", resp.StatusCode)
+	}
+	for id, st := range statuses {
+		if st != http.StatusOK {
+			t.Errorf("heavy request %s: status %d", id, st)
+		}
+	}
+	arr := sim.Arrivals()
+	if len(arr) != 7 {
+		t.Fatalf("%d requests reached the model, want 7", len(arr))
+	}
+	if arr[2].id != light {
+		var order []string
+		for _, a := range arr {
+			order = append(order, map[bool]string{true: "light", false: "heavy"}[a.id == light])
+		}
+		t.Fatalf("the model saw %v: light's request should take the first slot that freed after it asked", order)
+	}
+}
