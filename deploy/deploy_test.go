@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -479,4 +481,90 @@ func TestScrapeHasRareSeries(t *testing.T) {
 			t.Errorf("live scrape lacks %s", want)
 		}
 	}
+}
+
+// forthcomingFields are config fields the chart sets that the gateway is
+// getting in parallel (server.shutdown_delay). While pacegate's decoder
+// still rejects one as unknown, the test drops its line and says so;
+// delete this constant once the field exists.
+const forthcomingFields = "shutdown_delay"
+
+// TestHelmConfigLoads renders the chart with helm (built by
+// scripts/deploy-tools.sh) with each values file and loads the rendered
+// pacegate.yaml as a pod would: from the ConfigMap, with the environment
+// the StatefulSet sets.
+func TestHelmConfigLoads(t *testing.T) {
+	helm, err := filepath.Abs("../.cache/deploy-tools/bin/helm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(helm); err != nil {
+		t.Skip("helm not built: run bash scripts/deploy-tools.sh (make deploy-check does)")
+	}
+	for name, values := range map[string]string{"default": "", "rocketmq": "helm/pacegate/ci/rocketmq-values.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"template", "pacegate", "helm/pacegate", "--kube-version", "1.28.0", "--show-only", "templates/configmap.yaml"}
+			if values != "" {
+				args = append(args, "-f", values)
+			}
+			out, err := exec.Command(helm, args...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			var cm struct {
+				Data map[string]string `yaml:"data"`
+			}
+			if err := yaml.Unmarshal(out, &cm); err != nil {
+				t.Fatal(err)
+			}
+			cfg := loadRendered(t, cm.Data["pacegate.yaml"])
+			if cfg.Listen != "0.0.0.0:8080" || cfg.Admin.Listen != "0.0.0.0:9090" || cfg.Admin.Token == "" {
+				t.Errorf("listeners %s, %s, token set %t: want 0.0.0.0:8080, 0.0.0.0:9090, true", cfg.Listen, cfg.Admin.Listen, cfg.Admin.Token != "")
+			}
+			for _, tn := range cfg.Tenants {
+				for _, k := range tn.Keys {
+					if !strings.HasPrefix(k, "sha256:") {
+						t.Errorf("tenant %s: a plain key is in the ConfigMap", tn.ID)
+					}
+				}
+			}
+			if cfg.Queue.Backend == config.BackendRocketMQ && (cfg.Queue.RocketMQ.Replicas != 3 || cfg.Queue.RocketMQ.ReplicaID != "2") {
+				t.Errorf("rocketmq replicas %d, replica_id %q: want 3 (replicaCount) and the pod's ordinal", cfg.Queue.RocketMQ.Replicas, cfg.Queue.RocketMQ.ReplicaID)
+			}
+		})
+	}
+}
+
+// loadRendered loads a rendered pacegate.yaml with the environment of the
+// pod whose ordinal is 2.
+func loadRendered(t *testing.T, text string) *config.File {
+	t.Helper()
+	env := map[string]string{"PACEGATE_ADMIN_TOKEN": "x", "PACEGATE_ROCKETMQ_REPLICA_ID": "2"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	path := filepath.Join(t.TempDir(), "pacegate.yaml")
+	for {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.LoadEnv(path, lookup)
+		if err == nil {
+			return cfg
+		}
+		field := unknownField(err, strings.Fields(forthcomingFields))
+		if field == "" {
+			t.Fatalf("rendered pacegate.yaml: %v\n%s", err, text)
+		}
+		t.Logf("pacegate does not know %s yet (forthcoming): dropped", field)
+		text = regexp.MustCompile(`(?m)^\s*`+field+`:.*\n`).ReplaceAllString(text, "")
+	}
+}
+
+// unknownField returns which of fields err reports as unknown, or "".
+func unknownField(err error, fields []string) string {
+	for _, f := range fields {
+		if strings.Contains(err.Error(), "field "+f+" not found") {
+			return f
+		}
+	}
+	return ""
 }
