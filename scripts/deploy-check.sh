@@ -9,7 +9,8 @@
 #   3. Helm: lint and template the chart with the default values and
 #      with ci/rocketmq-values.yaml, then validate every rendered object
 #      against the Kubernetes JSON schemas (strict: no unknown fields) of
-#      the oldest and newest supported Kubernetes versions.
+#      the oldest and newest supported Kubernetes versions, and the
+#      ServiceMonitor against prometheus-operator's Go type.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -95,5 +96,8 @@ PY
 for k8s in 1.28.0 1.37.0; do
 	"$tools/venv/bin/kubernetes-validate" --strict --quiet -k "$k8s" "$work/default-core.yaml" "$work/rocketmq-core.yaml"
 done
+# ...so the ServiceMonitor is decoded strictly into prometheus-operator's
+# own Go type instead.
+(cd scripts/crdcheck && go run . "$work/rocketmq.yaml")
 step "kubernetes schemas: $((SECONDS - t)) s"
 step "ok in $((SECONDS - t0)) s"
