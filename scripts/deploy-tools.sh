@@ -9,7 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Prometheus tags its Go module v0.<minor>.<patch> for release 3.<minor>.<patch>.
+# Prometheus tags its Go module v0.<minor>.<patch> for release 3.<minor>.<patch>
+# (v0.316.0 = 3.16.0, the image deploy/compose.yaml runs).
 PROMETHEUS_MODULE_VERSION=v0.316.0
 HELM_VERSION=v3.22.0
 KUBERNETES_VALIDATE_VERSION=1.37.0
