@@ -332,7 +332,7 @@ upstreams: [{url: %q}]
 tenants:
   - {id: fast, keys: [sk-fast]}
   - {id: capped, keys: [sk-capped], limits: {rpm: 1}}
-  - {id: slow, keys: [sk-slow], limits: {rate: 2}}
+  - {id: slow, keys: [sk-slow], limits: {rate: 1}}
 `
 
 func scrapeLive() (map[string]bool, error) {
@@ -366,14 +366,15 @@ func drive(a *app.App) (map[string]bool, error) {
 	if code := chat(context.Background(), a, "sk-capped"); code != http.StatusTooManyRequests {
 		return nil, fmt.Errorf("second request over rpm 1: status %d, want 429", code)
 	}
-	// Four requests at 2/s: the first is released, the rest wait in the
-	// bucket (suspended) until the test's clients give up.
+	// Six requests at 1/s: the first is released, the rest wait in the
+	// bucket (suspended) until the test's clients give up; at least two
+	// of them for 3 s, a wide window on a loaded machine.
 	ctx, leave := context.WithCancel(context.Background())
 	defer leave()
-	for range 4 {
+	for range 6 {
 		go chat(ctx, a, "sk-slow")
 	}
-	if err := poll(5*time.Second, "slow bucket backlog", func() bool {
+	if err := poll(10*time.Second, "slow bucket backlog", func() bool {
 		items, _ := a.Buckets.List(consume.ListQuery{Tenant: "slow", Exact: true, NonEmpty: true})
 		return len(items) == 1 && items[0].Backlog >= 2
 	}); err != nil {
@@ -391,7 +392,7 @@ func drive(a *app.App) (map[string]bool, error) {
 	// observer calls the consumer and the pool make for them.
 	a.Metrics.Panicked(policy.Key{Tenant: "fast", Model: model})
 	a.Metrics.Result("http://127.0.0.1:1", 0, errors.New("connection refused"))
-	err = poll(5*time.Second, "dropped requests", func() bool {
+	err = poll(10*time.Second, "dropped requests", func() bool {
 		more, err := scrape(a)
 		for n := range more {
 			names[n] = true
