@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -328,7 +329,7 @@ func liveMetricNames(t *testing.T) map[string]bool {
 
 const liveConfig = `listen: "127.0.0.1:0"
 admin: {listen: "127.0.0.1:0", token: %q}
-upstreams: [{url: %q}]
+upstreams: [{url: %q}, {url: %q}]
 tenants:
   - {id: fast, keys: [sk-fast]}
   - {id: capped, keys: [sk-capped], limits: {rpm: 1}}
@@ -336,9 +337,22 @@ tenants:
 `
 
 func scrapeLive() (map[string]bool, error) {
-	sim := httptest.NewServer(vllmsim.New(vllmsim.Config{Models: []string{model}, TTFT: time.Millisecond, ITL: time.Millisecond}))
+	simulated := vllmsim.New(vllmsim.Config{Models: []string{model}, TTFT: time.Millisecond, ITL: time.Millisecond})
+	sim := httptest.NewServer(simulated)
 	defer sim.Close()
-	cfg, err := config.Parse(fmt.Appendf(nil, liveConfig, adminToken, sim.URL))
+	// A model server that passes the health checks but drops every
+	// generation request before its first byte: the pool counts an
+	// upstream error and retries on sim.
+	var broken atomic.Int64
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			broken.Add(1)
+			panic(http.ErrAbortHandler) // closes the connection, no response
+		}
+		simulated.ServeHTTP(w, r)
+	}))
+	defer flaky.Close()
+	cfg, err := config.Parse(fmt.Appendf(nil, liveConfig, adminToken, flaky.URL, sim.URL))
 	if err != nil {
 		return nil, err
 	}
@@ -350,17 +364,26 @@ func scrapeLive() (map[string]bool, error) {
 		return nil, err
 	}
 	defer a.Shutdown(context.Background(), time.Second)
-	return drive(a)
+	return drive(a, &broken)
 }
 
-// drive makes every series the kit queries appear: a served request
-// (requests, histograms, releases, upstream responses), a 429 (rejected),
-// a paced bucket with a backlog at scrape time (suspensions, the top-K
-// bucket series and the per-model aggregates), and queued requests whose
-// clients leave (dropped).
-func drive(a *app.App) (map[string]bool, error) {
-	if code := chat(context.Background(), a, "sk-fast"); code != http.StatusOK {
-		return nil, fmt.Errorf("fast request: status %d", code)
+// drive makes every series the kit queries appear: served requests
+// (requests, histograms, releases, upstream responses) of which one met
+// the broken upstream (upstream errors; broken counts those), a 429
+// (rejected), a paced bucket with a backlog at scrape time (suspensions,
+// the top-K bucket series and the per-model aggregates), and queued
+// requests whose clients leave (dropped).
+func drive(a *app.App, broken *atomic.Int64) (map[string]bool, error) {
+	// The pool takes turns between idle upstreams, so the first or the
+	// second request meets the broken one; a few more allow for a probe
+	// in between.
+	for i := 0; broken.Load() == 0; i++ {
+		if i == 10 {
+			return nil, errors.New("no request reached the broken upstream")
+		}
+		if code := chat(context.Background(), a, "sk-fast"); code != http.StatusOK {
+			return nil, fmt.Errorf("fast request: status %d", code)
+		}
 	}
 	chat(context.Background(), a, "sk-capped")
 	if code := chat(context.Background(), a, "sk-capped"); code != http.StatusTooManyRequests {
@@ -387,11 +410,10 @@ func drive(a *app.App) (map[string]bool, error) {
 		return nil, err
 	}
 	leave()
-	// A consumer panic and a failed upstream attempt cannot be provoked
-	// from outside without breaking the gateway; report them through the
-	// observer calls the consumer and the pool make for them.
+	// A consumer panic cannot be provoked from outside without breaking
+	// the gateway: report one through the observer call the consumer
+	// makes when it recovers from a panic.
 	a.Metrics.Panicked(policy.Key{Tenant: "fast", Model: model})
-	a.Metrics.Result("http://127.0.0.1:1", 0, errors.New("connection refused"))
 	err = poll(10*time.Second, "dropped requests", func() bool {
 		more, err := scrape(a)
 		for n := range more {
@@ -477,7 +499,8 @@ func TestScrapeHasRareSeries(t *testing.T) {
 	sort.Strings(got)
 	t.Logf("live scrape: %d pacegate_ series names: %s", len(got), strings.Join(got, " "))
 	for _, want := range []string{"pacegate_bucket_backlog", "pacegate_model_buckets", "pacegate_suspends_total",
-		"pacegate_dropped_total", "pacegate_consumer_panics_total", "pacegate_queue_wait_seconds_bucket"} {
+		"pacegate_dropped_total", "pacegate_consumer_panics_total", "pacegate_upstream_errors_total",
+		"pacegate_queue_wait_seconds_bucket"} {
 		if !names[want] {
 			t.Errorf("live scrape lacks %s", want)
 		}
