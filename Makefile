@@ -2,7 +2,7 @@
 GO ?= go
 RMQ = bash scripts/rocketmq/rmq.sh
 
-.PHONY: test vet unit rocketmq-test build fmt fuzz
+.PHONY: test vet unit rocketmq-test build fmt fuzz deploy-check
 
 # vet, the race-enabled suite, then the RocketMQ suite on a real broker.
 test: vet unit rocketmq-test
@@ -23,6 +23,12 @@ rocketmq-test:
 	  $(GO) test -count=1 -timeout 20m ./consume/rocketmq/ && \
 	  $(GO) test -count=1 -timeout 20m -run RocketMQ ./gateway/e2e/; \
 	  rc=$$?; $(RMQ) stop; exit $$rc
+
+# The deploy kit (deploy/): promtool, helm and the Kubernetes schemas
+# against the rules, dashboard, compose file and chart. Builds its tools
+# once into .cache/deploy-tools (about 6 min cold).
+deploy-check:
+	bash scripts/deploy-check.sh
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o bin/pacegate .
