@@ -31,13 +31,6 @@ import (
 	"github.com/pacegate/pacegate/policy/config"
 )
 
-// forthcoming are metric names the gateway is getting in parallel (the
-// fair-share work). A query may name one while a scrape lacks it; once
-// they are exported, delete this constant and its use: every name is
-// then checked strictly.
-const forthcoming = "pacegate_model_fairness_jain pacegate_bucket_service_tokens " +
-	"pacegate_capacity_waiting_buckets pacegate_capacity_grants_total"
-
 // prometheusOwn are series Prometheus makes itself for every target.
 const prometheusOwn = "up"
 
@@ -57,8 +50,7 @@ func TestAlertRuleMetricsAreExported(t *testing.T) {
 }
 
 // checkNames fails for every metric named in queries that the scrape
-// lacks, except Prometheus' own series and, while absent, the forthcoming
-// ones.
+// lacks, except Prometheus' own series.
 func checkNames(t *testing.T, file string, queries []string, scraped map[string]bool) {
 	t.Helper()
 	if len(queries) == 0 {
@@ -73,8 +65,6 @@ func checkNames(t *testing.T, file string, queries []string, scraped map[string]
 			switch {
 			case scraped[n]:
 			case slices.Contains(strings.Fields(prometheusOwn), n):
-			case slices.Contains(strings.Fields(forthcoming), n):
-				t.Logf("%s: %s is not exported yet (forthcoming)", file, n)
 			default:
 				t.Errorf("%s: %s is not in a live /metrics scrape; query: %s", file, n, q)
 			}
@@ -363,7 +353,7 @@ func scrapeLive() (map[string]bool, error) {
 	if err := a.Start(context.Background()); err != nil {
 		return nil, err
 	}
-	defer a.Shutdown(context.Background(), time.Second)
+	defer a.Shutdown(context.Background(), 0, time.Second)
 	return drive(a, &broken)
 }
 
@@ -398,7 +388,7 @@ func drive(a *app.App, broken *atomic.Int64) (map[string]bool, error) {
 		go chat(ctx, a, "sk-slow")
 	}
 	if err := poll(10*time.Second, "slow bucket backlog", func() bool {
-		items, _ := a.Buckets.List(consume.ListQuery{Tenant: "slow", Exact: true, NonEmpty: true})
+		items, _ := a.Queue.List(consume.ListQuery{Tenant: "slow", Exact: true, NonEmpty: true})
 		return len(items) == 1 && items[0].Backlog >= 2
 	}); err != nil {
 		return nil, err
@@ -507,12 +497,6 @@ func TestScrapeHasRareSeries(t *testing.T) {
 	}
 }
 
-// forthcomingFields are config fields the chart sets that the gateway is
-// getting in parallel (server.shutdown_delay). While pacegate's decoder
-// still rejects one as unknown, the test drops its line and says so;
-// delete this constant once the field exists.
-const forthcomingFields = "shutdown_delay"
-
 // TestHelmConfigLoads renders the chart with helm (built by
 // scripts/deploy-tools.sh) with each values file and loads the rendered
 // pacegate.yaml as a pod would: from the ConfigMap, with the environment
@@ -566,29 +550,12 @@ func loadRendered(t *testing.T, text string) *config.File {
 	env := map[string]string{"PACEGATE_ADMIN_TOKEN": "x", "PACEGATE_ROCKETMQ_REPLICA_ID": "2"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	path := filepath.Join(t.TempDir(), "pacegate.yaml")
-	for {
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := config.LoadEnv(path, lookup)
-		if err == nil {
-			return cfg
-		}
-		field := unknownField(err, strings.Fields(forthcomingFields))
-		if field == "" {
-			t.Fatalf("rendered pacegate.yaml: %v\n%s", err, text)
-		}
-		t.Logf("pacegate does not know %s yet (forthcoming): dropped", field)
-		text = regexp.MustCompile(`(?m)^\s*`+field+`:.*\n`).ReplaceAllString(text, "")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
 	}
-}
-
-// unknownField returns which of fields err reports as unknown, or "".
-func unknownField(err error, fields []string) string {
-	for _, f := range fields {
-		if strings.Contains(err.Error(), "field "+f+" not found") {
-			return f
-		}
+	cfg, err := config.LoadEnv(path, lookup)
+	if err != nil {
+		t.Fatalf("rendered pacegate.yaml: %v\n%s", err, text)
 	}
-	return ""
+	return cfg
 }
