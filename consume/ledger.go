@@ -41,13 +41,13 @@ type ledgerShard struct {
 	mu sync.Mutex
 	// m holds queues by value, so that List scans memory sequentially
 	// instead of chasing 100,000 pointers; writers copy, modify, store.
-	m       map[policy.Key]queue // guarded by mu
-	nextSeq uint64               // guarded by mu
-	_       [40]byte             // keep shards on separate cache lines
+	m       map[policy.Key]waitList // guarded by mu
+	nextSeq uint64                  // guarded by mu
+	_       [40]byte                // keep shards on separate cache lines
 }
 
-// queue is one bucket's waiting requests. Guarded by its shard's mutex.
-type queue struct {
+// waitList is one bucket's waiting requests. Guarded by its shard's mutex.
+type waitList struct {
 	waiting        []waiter // by seq, oldest first
 	released       uint64
 	suspends       uint64
@@ -75,7 +75,7 @@ type BucketStat struct {
 func newLedger() *ledger {
 	l := &ledger{seed: maphash.MakeSeed(), now: time.Now}
 	for i := range l.shards {
-		l.shards[i].m = make(map[policy.Key]queue)
+		l.shards[i].m = make(map[policy.Key]waitList)
 	}
 	return l
 }
@@ -134,7 +134,7 @@ func (l *ledger) remove(k policy.Key, seq uint64, released bool, now time.Time) 
 }
 
 // find returns seq's index in the queue.
-func (q *queue) find(seq uint64) (int, bool) {
+func (q *waitList) find(seq uint64) (int, bool) {
 	i := sort.Search(len(q.waiting), func(i int) bool { return q.waiting[i].seq >= seq })
 	return i, i < len(q.waiting) && q.waiting[i].seq == seq
 }
@@ -198,7 +198,7 @@ func (l *ledger) stat(k policy.Key) (BucketStat, bool) {
 	return q.stat(k, now), true
 }
 
-func (q *queue) state(now int64) string {
+func (q *waitList) state(now int64) string {
 	switch {
 	case len(q.waiting) == 0:
 		return StateIdle
@@ -209,7 +209,7 @@ func (q *queue) state(now int64) string {
 	}
 }
 
-func (q *queue) stat(k policy.Key, now int64) BucketStat {
+func (q *waitList) stat(k policy.Key, now int64) BucketStat {
 	st := BucketStat{
 		Key: k, Backlog: len(q.waiting), Released: q.released, Suspends: q.suspends,
 		SuspendedUntil: unixTime(q.suspendedUntil), LastRelease: unixTime(q.lastRelease),

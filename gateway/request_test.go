@@ -107,23 +107,3 @@ func FuzzParseAPIRequest(f *testing.F) {
 		}
 	})
 }
-
-func TestUsageOfChunk(t *testing.T) {
-	cases := []struct {
-		data      string
-		total     int64
-		usageOnly bool
-	}{
-		{`{"choices":[{"index":0,"delta":{"content":"x"}}]}`, -1, false},
-		{`{"choices":[],"usage":{"prompt_tokens":6,"total_tokens":11,"completion_tokens":5}}`, 11, true},
-		{`{"choices":[{"index":0,"delta":{}}],"usage":{"total_tokens":3}}`, 3, false},
-		{`{"choices":[{"delta":{"content":"\"usage\""}}],"usage":null}`, -1, false},
-		{`{"error":{"message":"x"}}`, -1, false},
-	}
-	for _, tc := range cases {
-		total, only := usageOfChunk([]byte(tc.data))
-		if total != tc.total || only != tc.usageOnly {
-			t.Errorf("usageOfChunk(%s) = %d, %v; want %d, %v", tc.data, total, only, tc.total, tc.usageOnly)
-		}
-	}
-}

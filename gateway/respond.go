@@ -39,7 +39,9 @@ func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange
 				status, header = ev.Status, ev.Header
 				s.markFirstByte(x, ev.At)
 			case consume.EventBody:
-				x.usage = usageOfBody(ev.Data)
+				if u, ok := consume.ParseUsage(ev.Data); ok {
+					x.usage = u.TotalTokens
+				}
 				copyContentType(w.Header(), header)
 				w.WriteHeader(status)
 				_, _ = w.Write(ev.Data)
@@ -139,11 +141,11 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 // chunk: the usage-only chunk the gateway asked for is dropped unless the
 // client asked for it too.
 func (s *Server) forwardChunk(x *exchange, data []byte) bool {
-	u, usageOnly := usageOfChunk(data)
-	if u >= 0 {
-		x.usage = u
+	u, ok := consume.ParseUsage(data)
+	if ok {
+		x.usage = u.TotalTokens
 	}
-	return !usageOnly || x.req.WantsUsage
+	return !ok || !u.Only || x.req.WantsUsage
 }
 
 // streamError ends a stream with an error: as a JSON response while
