@@ -173,18 +173,6 @@ func (l *ledger) suspended(k policy.Key, until time.Time) {
 	}
 }
 
-// len is the number of buckets held: those with requests waiting.
-func (l *ledger) len() int {
-	n := 0
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.Lock()
-		n += len(s.m)
-		s.mu.Unlock()
-	}
-	return n
-}
-
 // stat returns a snapshot of k's queue.
 func (l *ledger) stat(k policy.Key) (BucketStat, bool) {
 	s := l.shard(k)

@@ -130,9 +130,6 @@ func (q *Queue) Stat(k policy.Key) (BucketStat, bool) { return q.ledger.stat(k) 
 // all (see [ListQuery]).
 func (q *Queue) List(lq ListQuery) ([]BucketStat, int) { return q.ledger.list(lq) }
 
-// Buckets is the number of buckets with requests waiting.
-func (q *Queue) Buckets() int { return q.ledger.len() }
-
 // markSuspended records a suspension of k for the admin view.
 func (q *Queue) markSuspended(k policy.Key, until time.Time) { q.ledger.suspended(k, until) }
 

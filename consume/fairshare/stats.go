@@ -55,28 +55,6 @@ func (s *Scheduler) Flow(k policy.Key, now time.Time) (FlowStat, bool) {
 	return s.flowStat(f, now.UnixNano(), total), true
 }
 
-// Flows returns every bucket the scheduler holds, by key.
-func (s *Scheduler) Flows(now time.Time) []FlowStat {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := now.UnixNano()
-	totals := map[string]float64{}
-	for name := range s.models {
-		totals[name], _, _ = s.competing(name, t)
-	}
-	out := make([]FlowStat, 0, len(s.flows))
-	for _, f := range s.flows {
-		out = append(out, s.flowStat(f, t, totals[f.key.Model]))
-	}
-	slices.SortFunc(out, func(a, b FlowStat) int {
-		if c := strings.Compare(a.Key.Tenant, b.Key.Tenant); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Key.Model, b.Key.Model)
-	})
-	return out
-}
-
 // Models returns each model's figures, by name.
 func (s *Scheduler) Models(now time.Time) []ModelStat {
 	s.mu.Lock()
