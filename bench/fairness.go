@@ -341,6 +341,7 @@ func runFairness(ctx context.Context, e *env, res *ScenarioResult) error {
 		}
 	}
 	fairReport(e, res, cases, runs)
+	fairCostBar(res)
 	return nil
 }
 
