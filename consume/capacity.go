@@ -221,6 +221,20 @@ func (c *capacity) trim(k policy.Key) {
 	release(extra)
 }
 
+// releaseAll gives back every slot still granted (the consumer is
+// closing: nobody will claim them).
+func (c *capacity) releaseAll() {
+	c.mu.Lock()
+	var all []*grant
+	for _, gs := range c.grants {
+		all = append(all, gs...)
+	}
+	clear(c.grants)
+	clear(c.parked)
+	c.mu.Unlock()
+	release(all)
+}
+
 // release gives slots back; the pool calls onFree, so they go on.
 func release(gs []*grant) {
 	for _, g := range gs {

@@ -123,11 +123,13 @@ func NewConsumer(cfg ConsumerConfig) *Consumer {
 // Fairness is the scheduler behind the fair share, for its figures.
 func (c *Consumer) Fairness() *fairshare.Scheduler { return c.cfg.Fairness }
 
-// Close stops new dispatches and waits, bounded by ctx, for invocation
-// goroutines; each ends when its upstream call does, at the latest when
-// its request context ends. Close the Backend first, so that nothing is
-// delivered meanwhile.
+// Close gives back the pool slots granted and not yet claimed, stops new
+// dispatches and waits, bounded by ctx, for invocation goroutines; each
+// ends when its upstream call does, at the latest when its request
+// context ends. Close the Backend first, so that nothing is delivered
+// meanwhile.
 func (c *Consumer) Close(ctx context.Context) error {
+	c.cap.releaseAll()
 	c.mu.Lock()
 	if !c.closed {
 		c.closed = true
