@@ -81,12 +81,13 @@ type capacity struct {
 	backlog func(policy.Key) int
 	pace    func(policy.Key) time.Duration
 
-	mu     sync.Mutex
+	mu     sync.Mutex              // guards the fields below
 	grants map[policy.Key][]*grant // oldest first
 	// parked holds the buckets whose delivery was suspended to wait for a
 	// slot and has not had one since: delivered again without one, that
 	// is a wake-up that did no work (ReasonCapacityRecheck).
 	parked map[policy.Key]bool
+	closed bool // no more grants
 }
 
 // grant is a slot reserved for one waiting bucket until its delivery.
@@ -225,6 +226,7 @@ func (c *capacity) trim(k policy.Key) {
 // closing: nobody will claim them).
 func (c *capacity) releaseAll() {
 	c.mu.Lock()
+	c.closed = true
 	var all []*grant
 	for _, gs := range c.grants {
 		all = append(all, gs...)
@@ -264,7 +266,7 @@ func (c *capacity) grantFree(models []string) {
 func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for len(*models) > 0 {
+	for len(*models) > 0 && !c.closed {
 		k, ok := c.pick(*models)
 		if !ok {
 			return k, false
