@@ -3,20 +3,25 @@
 // to its tenant+model LiteTopic, and the response path that turns the
 // consumer's events back into SSE or JSON for the waiting client.
 //
-// A request's life:
+// A request's life reads straight down the handler (generate.go):
 //
-//  1. auth: the bearer key names the tenant (401 otherwise);
+//  1. authenticate: the bearer key names the tenant (401 otherwise);
 //  2. parse: content type, size limit, JSON, model (400/404/413/415);
 //  3. admit: fixed-window RPM/TPM per tenant+model and org, then the
 //     burst check; tokens are reserved now and reconciled with the real
-//     usage when the response ends (429 with Retry-After otherwise);
-//  4. predicted wait: a bucket whose backlog would take longer than
-//     max_wait to drain rejects at once (429 queue_full) instead of letting
-//     the request time out later;
-//  5. register a [consume.Pending] in the registry and publish;
-//  6. wait: stream the consumer's events to the client, sending
+//     usage when the response ends (429 with Retry-After otherwise). A
+//     bucket whose backlog would take longer than max_wait to drain is
+//     refused at once (429 queue_full) instead of timing out later;
+//  4. submit: the request goes to the [consume.Queue], which registers it
+//     and publishes it to its LiteTopic (429 queue_full when the bucket
+//     holds its backlog limit, 503 when the backend is unavailable);
+//  5. respond: stream the consumer's events to the client, sending
 //     ": queued position=N eta_ms=M" comments while the request waits,
-//     until [DONE], an error event, or the overall timeout.
+//     until [DONE], an error event, the band's max_wait (429), the overall
+//     timeout or a shutdown's cut.
+//
+// Steps 1 to 4 decide and never write: a refusal is an *APIError value,
+// and refuse is the one function that writes every one of them.
 //
 // The client's context is the request's context everywhere: when the
 // client goes away the consumer drops the queued request, or the upstream
