@@ -372,6 +372,14 @@ func fairBrokerReport(res *ScenarioResult, fc fairCase, embedded, broker fairRun
 					heavy = fmt.Sprintf("%.0f", tokensPerSec(tw, w))
 					wake = fmt.Sprintf("%.0f (%.0f)", w.Suspends, ratio(w.Suspends, w.Window.Seconds()))
 				}
+				if b.name == "rocketmq" {
+					for _, id := range ph.Load {
+						if tw := w.Tenants[id]; tw.Errors > 0 || tw.NoFirst > 0 {
+							res.note("%s, %s, mode %s, on RocketMQ: tenant %s had %d errors and %d requests without a first token when the load stopped",
+								fc.Title, ph.Label, mode, id, tw.Errors, tw.NoFirst)
+						}
+					}
+				}
 				t.Rows = append(t.Rows, []string{b.name, mode, ph.Label,
 					fmt.Sprintf("%s / %s", f1OrDash(Quantile(ttft, 0.5)), f1OrDash(Quantile(ttft, 0.99))),
 					strings.Join(lt, " / "), heavy, fmt.Sprintf("%.0f", pool), wake})
