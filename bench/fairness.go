@@ -281,14 +281,16 @@ func counterSum(g prometheus.Gatherer, name, label, value string) float64 {
 }
 
 // fairRunCase runs every phase of fc, in mode, on a fresh sim and a
-// fresh gateway.
-func fairRunCase(ctx context.Context, fc fairCase, mode string) (map[string]fairWindow, error) {
+// fresh gateway whose queue is backend ("embedded" or "rocketmq").
+func fairRunCase(ctx context.Context, fc fairCase, mode, backend string) (map[string]fairWindow, error) {
 	sim, err := startSim(vllmsim.Config{TTFT: fairTTFT, ITL: fairITL, MaxNumSeqs: fairSimSeqs}, false)
 	if err != nil {
 		return nil, err
 	}
 	defer sim.Close()
-	g, err := startPacegate(ctx, fairConfig(sim.URL, mode, fc.Tenants))
+	gc := fairConfig(sim.URL, mode, fc.Tenants)
+	gc.Backend = backend
+	g, err := startPacegate(ctx, gc)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +332,7 @@ func runFairness(ctx context.Context, e *env, res *ScenarioResult) error {
 	for _, fc := range cases { // cases outer, modes inner: both modes of a case see the same machine load
 		for _, mode := range modes {
 			fmt.Fprintf(os.Stderr, "   %s, mode %s\n", fc.ID, mode)
-			w, err := fairRunCase(ctx, fc, mode)
+			w, err := fairRunCase(ctx, fc, mode, "embedded")
 			if err != nil {
 				return fmt.Errorf("%s, mode %s: %w", fc.ID, mode, err)
 			}
@@ -342,6 +344,32 @@ func runFairness(ctx context.Context, e *env, res *ScenarioResult) error {
 	}
 	fairReport(e, res, cases, runs)
 	fairCostBar(res)
+	if rocketmqEndpoint() != "" {
+		return fairOnBroker(ctx, res, cases[0], runs)
+	}
+	return nil
+}
+
+// fairBrokerModes are the modes the noisy-neighbour case is repeated in
+// on the RocketMQ broker.
+var fairBrokerModes = []string{"poll", "fair"}
+
+// fairOnBroker repeats the noisy-neighbour case (fc) on the RocketMQ
+// broker at PACEGATE_ROCKETMQ_ENDPOINT, in modes poll and fair, and
+// reports it beside the embedded figures of the same run. A suspension
+// there cannot be ended early: a waiting bucket is suspended for 200 ms
+// and the slot granted to it is held until its next delivery.
+func fairOnBroker(ctx context.Context, res *ScenarioResult, fc fairCase, embedded fairRuns) error {
+	broker := fairRuns{}
+	for _, mode := range fairBrokerModes {
+		fmt.Fprintf(os.Stderr, "   %s, mode %s, on RocketMQ\n", fc.ID, mode)
+		w, err := fairRunCase(ctx, fc, mode, "rocketmq")
+		if err != nil {
+			return fmt.Errorf("%s, mode %s, on RocketMQ: %w", fc.ID, mode, err)
+		}
+		broker[mode] = map[string]map[string]fairWindow{fc.ID: w}
+	}
+	fairBrokerReport(res, fc, embedded, broker)
 	return nil
 }
 

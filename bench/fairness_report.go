@@ -336,3 +336,66 @@ func fairTokenBars(fc fairCase, runs fairRuns) *BarChart {
 	}
 	return c
 }
+
+// fairBrokerReport adds the noisy-neighbour case on RocketMQ, with the
+// embedded run's figures of the same case beside it.
+func fairBrokerReport(res *ScenarioResult, fc fairCase, embedded, broker fairRuns) {
+	t := Table{Title: fc.Title + ": embedded vs RocketMQ (same run)",
+		Header: []string{"backend", "mode", "phase", "light TTFT p50 / p99 (ms)", "light tok/s a / b / c",
+			"heavy tok/s", "pool tok/s", "capacity wake-ups (per s)"}}
+	light := []string{"a", "b", "c"}
+	for _, b := range []struct {
+		name string
+		runs fairRuns
+	}{{"embedded", embedded}, {"rocketmq", broker}} {
+		for _, mode := range fairBrokerModes {
+			byCase, ok := b.runs[mode]
+			if !ok {
+				continue
+			}
+			for _, ph := range fc.Phases {
+				w, ok := byCase[fc.ID][ph.Name]
+				if !ok {
+					continue
+				}
+				ttft := pooledTTFT(w, light...)
+				var lt []string
+				pool := 0.0
+				for _, tw := range w.Tenants {
+					pool += tokensPerSec(tw, w)
+				}
+				for _, id := range light {
+					lt = append(lt, fmt.Sprintf("%.0f", tokensPerSec(w.Tenants[id], w)))
+				}
+				heavy, wake := "—", "—"
+				if tw, ok := w.Tenants["heavy"]; ok {
+					heavy = fmt.Sprintf("%.0f", tokensPerSec(tw, w))
+					wake = fmt.Sprintf("%.0f (%.0f)", w.Suspends, ratio(w.Suspends, w.Window.Seconds()))
+				}
+				if b.name == "rocketmq" {
+					for _, id := range ph.Load {
+						if tw := w.Tenants[id]; tw.Errors > 0 || tw.NoFirst > 0 {
+							res.note("%s, %s, mode %s, on RocketMQ: tenant %s had %d errors and %d requests without a first token when the load stopped",
+								fc.Title, ph.Label, mode, id, tw.Errors, tw.NoFirst)
+						}
+					}
+				}
+				t.Rows = append(t.Rows, []string{b.name, mode, ph.Label,
+					fmt.Sprintf("%s / %s", f1OrDash(Quantile(ttft, 0.5)), f1OrDash(Quantile(ttft, 0.99))),
+					strings.Join(lt, " / "), heavy, fmt.Sprintf("%.0f", pool), wake})
+			}
+			if b.name == "rocketmq" {
+				f := fairFiguresOf([]fairCase{fc}, byCase)
+				res.metric("rmq_light_ttft_p99_ratio_"+mode, ratio(f.LightTTFTLoaded, f.LightTTFTAlone))
+				res.metric("rmq_light_tokens_ratio_"+mode, f.LightTokensRatio)
+				res.metric("rmq_pool_tokens_"+mode, f.PoolTokensPerSec)
+				res.metric("rmq_capacity_suspends_"+mode, f.Suspends)
+			}
+		}
+	}
+	res.Tables = append(res.Tables, t)
+	res.note("On RocketMQ (PACEGATE_ROCKETMQ_ENDPOINT set) the noisy-neighbour case also ran on the broker. A suspension there " +
+		"cannot be ended early: in mode fair a bucket waiting for a slot is suspended for 200 ms and the slot granted to it is held " +
+		"until its next delivery (up to one suspension plus the broker's ~100 ms re-dispatch tick); mode poll's 25 ms retry becomes " +
+		"the client's 50 ms minimum Suspend plus that tick. Capacity wake-ups count reason capacity (poll) or capacity_recheck (fair).")
+}

@@ -115,7 +115,11 @@ func runOne(ctx context.Context, e *env, sc scenario) *ScenarioResult {
 	res := &ScenarioResult{ID: sc.id, Title: sc.title, Command: fmt.Sprintf("go run ./bench -%s -only %s", e.mode, sc.id)}
 	fmt.Fprintf(os.Stderr, "== %s\n", sc.title)
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, e.pickD(sc.budgetQuick, sc.budgetFull))
+	budget := e.pickD(sc.budgetQuick, sc.budgetFull)
+	if rocketmqEndpoint() != "" {
+		budget += sc.budgetBroker
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	load := loadAvg()
 	if err := sc.run(ctx, e, res); err != nil {

@@ -210,6 +210,11 @@ func (b *Backend) Publish(ctx context.Context, m *consume.Message) error {
 	if m.ID == "" {
 		return errors.New("rocketmq: message has no ID")
 	}
+	if len(m.Body) == 0 {
+		// The proxy refuses it (MESSAGE_BODY_EMPTY); said here, it is not
+		// mistaken for an outage (ErrUnavailable, a probe kick).
+		return errors.New("rocketmq: message has an empty body")
+	}
 	if err := consume.ValidLiteTopic(m.LiteTopic); err != nil {
 		return err
 	}

@@ -42,6 +42,11 @@ func TestNewUnreachableStartsDown(t *testing.T) {
 	if !errors.Is(err, consume.ErrUnavailable) {
 		t.Fatalf("Publish = %v, want ErrUnavailable", err)
 	}
+	// An empty body is the caller's mistake, not an outage.
+	err = b.Publish(context.Background(), &consume.Message{ID: "2", LiteTopic: "t__m__r0"})
+	if err == nil || errors.Is(err, consume.ErrUnavailable) {
+		t.Fatalf("Publish of an empty body = %v, want a plain error", err)
+	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("New and Publish took %s", d)
 	}

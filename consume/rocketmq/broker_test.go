@@ -327,6 +327,7 @@ func TestProxyRestart(t *testing.T) {
 		took := time.Since(start)
 		switch {
 		case err == nil:
+			waits.published(id)
 			accepted = append(accepted, id)
 			if restarted {
 				acceptedAfter++

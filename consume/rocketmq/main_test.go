@@ -50,6 +50,7 @@ func TestMain(m *testing.M) {
 		rmq.ResetLogger()
 	}
 	code := m.Run()
+	waits.report(os.Stderr)
 	closeShared()
 	os.Exit(code)
 }
@@ -116,7 +117,10 @@ func (r *router) handle(ctx context.Context, d *consume.Delivery) consume.Result
 	if h == nil {
 		return consume.Success()
 	}
-	return h(ctx, d)
+	waits.delivered(d)
+	res := h(ctx, d)
+	waits.answered(d, res)
+	return res
 }
 
 type instance struct {
@@ -218,6 +222,7 @@ func publish(t *testing.T, b *rocketmq.Backend, m *consume.Message) {
 	if err := b.Publish(t.Context(), m); err != nil {
 		t.Fatalf("Publish %s: %v", m.ID, err)
 	}
+	waits.published(m.ID)
 }
 
 // sinceProp is how long ago the message's "t0" property was stamped.
