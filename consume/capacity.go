@@ -44,10 +44,11 @@ const (
 	capacityWaitWakeable = 5 * time.Second
 	// capacityWaitBroker is how long a waiting bucket is suspended on a
 	// backend whose suspensions cannot be ended early (RocketMQ): the
-	// freed slot is held for it until its next delivery, so this bounds
-	// the extra wait of a granted bucket, at the cost of one delivery per
-	// waiting bucket per period.
-	capacityWaitBroker = 200 * time.Millisecond
+	// freed slot is held for it, idle, until its next delivery, so this
+	// (the Go client's shortest Suspend) plus the broker's re-dispatch
+	// tick bounds both the granted bucket's extra wait and the slot's idle
+	// time, at the cost of one delivery per waiting bucket per period.
+	capacityWaitBroker = 50 * time.Millisecond
 	// grantHoldMargin is how much longer than its suspension a granted
 	// bucket's slot is held before it goes to the next bucket; a bucket's
 	// further grants (see maxGrantPace) are held this long.
