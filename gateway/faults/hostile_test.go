@@ -60,12 +60,12 @@ func isTimeout(err error) bool {
 // gateway must close it once read_header_timeout has passed, without a
 // byte of response (net/http answers a header timeout with nothing).
 func slowloris(addr string) result {
+	start := time.Now() // before the dial: the server's header deadline starts after it
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		return result{class: "lost:dial: " + err.Error()}
 	}
 	defer conn.Close()
-	start := time.Now()
 	if _, err := io.WriteString(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: pacegate\r\n"); err != nil {
 		return result{class: "lost:write: " + err.Error()}
 	}

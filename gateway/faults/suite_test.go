@@ -144,6 +144,7 @@ func TestFaultSuite(t *testing.T) {
 	if os.Getenv("PACEGATE_FAULTS_LONG") != "" {
 		z = longSizes
 	}
+	loadAtStart, _ := os.ReadFile("/proc/loadavg")
 	h := newHarness(t)
 	var rows []row
 	for _, sc := range scenarios {
@@ -154,7 +155,7 @@ func TestFaultSuite(t *testing.T) {
 	}
 	h.t = t
 	if path := os.Getenv("PACEGATE_FAULTS_REPORT"); path != "" {
-		if err := os.WriteFile(path, report(rows, z), 0o644); err != nil {
+		if err := os.WriteFile(path, report(rows, z, string(loadAtStart)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
