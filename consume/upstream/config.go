@@ -42,7 +42,10 @@ type UpstreamConfig struct {
 	// IdleTimeout ends a streamed response whose upstream sends no event
 	// for this long (ErrStreamStalled) and aborts the call, freeing the
 	// slot. Only time spent waiting on the upstream counts, not time the
-	// client takes to read. 0 means no limit; negative is an error.
+	// client takes to read; the wait for the first event after the
+	// headers counts too (vLLM sends its headers at once), so it must
+	// exceed the slowest time to first token. 0 means no limit; negative
+	// is an error.
 	IdleTimeout time.Duration
 }
 

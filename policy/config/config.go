@@ -84,7 +84,8 @@ type Upstream struct {
 	MaxConcurrency int      `yaml:"max_concurrency"` // in-flight requests; default 64
 	Models         []string `yaml:"models"`          // empty = discover via GET /v1/models
 	// IdleTimeout ends a stream whose upstream sends nothing this long
-	// with an upstream_error and frees its slot. Default 30s; 0 = no
+	// (the wait for the first token included) with an upstream_error and
+	// frees its slot. Default 30s; 0 = no
 	// limit (a pointer, because an explicit 0 differs from unset).
 	IdleTimeout *time.Duration `yaml:"idle_timeout"`
 }

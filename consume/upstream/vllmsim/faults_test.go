@@ -161,3 +161,17 @@ func describe(f Fault) string {
 	add(f.NoDone, "NoDone:true")
 	return "{" + strings.Join(parts, " ") + "}"
 }
+
+// `pacegate sim --fault` adds rules in order; a bad one is an error.
+func TestFaultFlag(t *testing.T) {
+	var out strings.Builder
+	cfg, _, err := parseFlags([]string{"--fault", "status=503,count=5", "--fault", "stall-after=3,match=FAULT-STALL"}, &out)
+	want := []FaultRule{{Count: 5, Fault: Fault{Status: 503}}, {Match: "FAULT-STALL", Fault: Fault{Stall: true, StallAfter: 3}}}
+	if err != nil || len(cfg.Faults) != 2 || cfg.Faults[0] != want[0] || cfg.Faults[1] != want[1] {
+		t.Fatalf("faults %+v, %v; want %+v", cfg.Faults, err, want)
+	}
+	_, _, err = parseFlags([]string{"--fault", "explode"}, &out)
+	if err == nil || err.Error() != `invalid value "explode" for flag -fault: vllmsim: unknown fault "explode"` {
+		t.Fatalf("error %v", err)
+	}
+}
