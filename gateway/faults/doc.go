@@ -7,7 +7,8 @@
 //   - upstream faults, scripted on the simulators with Config.Faults rules
 //     keyed by a marker in the prompt (the gateway forwards the body, not
 //     the client's headers): a stall mid-stream, garbage SSE, truncated
-//     JSON, a close without [DONE], and a 5xx burst (InjectFailure);
+//     JSON, a close without [DONE], slow headers, and a 5xx burst
+//     (InjectFailure);
 //   - hostile clients: one that stops reading but keeps its connection,
 //     slowloris connections trickling headers, and a flood of
 //     unauthenticated and malformed requests.

@@ -40,6 +40,12 @@ const (
 	markGarbage   = "FAULT-GARBAGE"
 	markTruncated = "FAULT-TRUNCATED"
 	markNoDone    = "FAULT-NODONE"
+	markSlow      = "FAULT-SLOWHEADERS"
+
+	// slowHeaders is how long the simulators hold back the headers of a
+	// markSlow request: longer than idleTimeout, which starts only after
+	// the headers.
+	slowHeaders = 1500 * time.Millisecond
 )
 
 var simFaults = []vllmsim.FaultRule{
@@ -47,6 +53,7 @@ var simFaults = []vllmsim.FaultRule{
 	{Match: markGarbage, Fault: vllmsim.Fault{GarbageSSE: true}},
 	{Match: markTruncated, Fault: vllmsim.Fault{TruncatedJSON: true}},
 	{Match: markNoDone, Fault: vllmsim.Fault{NoDone: true}},
+	{Match: markSlow, Fault: vllmsim.Fault{SlowHeaders: slowHeaders}},
 }
 
 // harness is a gateway in front of two simulators, over loopback sockets.

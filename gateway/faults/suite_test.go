@@ -77,6 +77,7 @@ var scenarios = []scenario{
 	{name: "garbage SSE", run: marked(markGarbage), want: all("error:upstream_error", nFaults), wantBody: malformedBody},
 	{name: "truncated JSON", run: marked(markTruncated), want: all("error:upstream_error", nFaults), wantBody: malformedBody},
 	{name: "close without [DONE]", run: marked(markNoDone), want: all("error:upstream_error", nFaults), wantBody: malformedBody},
+	{name: "slow upstream headers", run: marked(markSlow), want: all("ok", nFaults)},
 	{name: "5xx burst on one upstream", run: burst, want: all("ok", nFaults)},
 	{name: "client stops reading", run: stopReaders, want: all("cut", func(z sizes) int { return z.readers })},
 	{name: "slowloris headers", run: slowlorisFlood, want: all("timeout", func(z sizes) int { return z.slowloris })},
