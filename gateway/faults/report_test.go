@@ -30,11 +30,11 @@ func report(rows []row, z sizes, loadAtStart string) []byte {
 			r.name, r.legitN, r.legitWorkers, r.faults, r.bad, r.tally, r.lost,
 			ms(r.p50), ms(r.p95), ms(base.p50), ms(base.p95), float64(r.peakHeap)/(1<<20))
 	}
-	fmt.Fprintf(&b, "\nHow to read it: `ok` = a stream that ended with [DONE]; `error:upstream_error` = a stream ended by an explicit " +
-		"OpenAI error event (stalled or malformed upstream); `cut` = a client that stopped reading, whose connection the gateway " +
-		"closed after write_stall_timeout (its upstream call aborted); `timeout` = a slowloris connection closed at " +
-		"read_header_timeout; `4xx:N` = the exact status for that bad input. A slow upstream's headers (held %s) are waited for: request_timeout bounds that wait, not idle_timeout. Faults injected counts the simulators' " +
-		"deliberate failures (for the 5xx burst: the 503s actually served, each retried on the other upstream) or the " +
+	fmt.Fprintf(&b, "\nHow to read it: `ok` = a stream that ended with [DONE]; `error:upstream_error` = a stream ended by an explicit "+
+		"OpenAI error event (stalled or malformed upstream); `cut` = a client that stopped reading, whose connection the gateway "+
+		"closed after write_stall_timeout (its upstream call aborted); `timeout` = a slowloris connection closed at "+
+		"read_header_timeout; `4xx:N` = the exact status for that bad input. A slow upstream's headers (held %s) are waited for: request_timeout bounds that wait, not idle_timeout. Faults injected counts the simulators' "+
+		"deliberate failures (for the 5xx burst: the 503s actually served, each retried on the other upstream) or the "+
 		"hostile clients. Peak heap is the Go heap in use of the whole test process (gateway, simulators and clients).\n", slowHeaders)
 	return []byte(b.String())
 }
