@@ -2,7 +2,7 @@
 GO ?= go
 RMQ = bash scripts/rocketmq/rmq.sh
 
-.PHONY: test vet unit rocketmq-test build fmt fuzz deploy-check
+.PHONY: test vet unit rocketmq-test build fmt fuzz deploy-check faults
 
 # vet, the race-enabled suite, then the RocketMQ suite on a real broker.
 test: vet unit rocketmq-test
@@ -29,6 +29,12 @@ rocketmq-test:
 # once into .cache/deploy-tools (about 6 min cold).
 deploy-check:
 	bash scripts/deploy-check.sh
+
+# The fault suite's long version (gateway/faults): every scenario under a
+# larger load, about a minute on 2 cores; rewrites RELIABILITY.md.
+faults:
+	PACEGATE_FAULTS_LONG=1 PACEGATE_FAULTS_REPORT=$(CURDIR)/RELIABILITY.md \
+	  $(GO) test -count=1 -timeout 10m -run 'TestFaultSuite' -v ./gateway/faults/
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o bin/pacegate .

@@ -49,7 +49,9 @@ func (s *Server) generate(ep endpoint) http.HandlerFunc {
 			return
 		}
 		defer s.cfg.Queue.Finish(x.pending)
-		s.finish(x, s.respond(w, r, x))
+		gw, release := guardWrites(w, s.cfg.WriteStallTimeout)
+		defer release()
+		s.finish(x, s.respond(gw, r, x))
 	}
 }
 

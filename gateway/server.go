@@ -45,6 +45,10 @@ type Config struct {
 	// Heartbeat is the interval of ": queued" comments on a waiting
 	// stream. Zero means 5 s.
 	Heartbeat time.Duration
+	// WriteStallTimeout bounds each write and flush of a response: a
+	// client that stops reading while keeping its connection is cut after
+	// it, and its upstream call aborted. Zero means no limit.
+	WriteStallTimeout time.Duration
 	// DefaultCompletionTokens is reserved against the TPM window when a
 	// request sets no max_tokens. Zero means 256.
 	DefaultCompletionTokens int64

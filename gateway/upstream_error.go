@@ -21,6 +21,10 @@ func upstreamError(err error) *APIError {
 			return e
 		}
 		return errUpstream("The model server answered " + http.StatusText(se.Status) + ".")
+	case errors.Is(err, upstream.ErrStreamStalled):
+		return errUpstream("The model server's stream stalled: it sent nothing within its idle timeout.")
+	case errors.Is(err, upstream.ErrStreamMalformed):
+		return errUpstream("The model server's stream was malformed (not JSON, or it ended without [DONE]).")
 	case errors.Is(err, upstream.ErrStreamBroken):
 		return errUpstream("The model server's stream broke off before it finished.")
 	case errors.Is(err, upstream.ErrUpstreamUnavailable):

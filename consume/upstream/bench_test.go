@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"encoding/json"
 	"net/http/httptest"
 	"strconv"
 	"testing"
@@ -51,6 +52,18 @@ func BenchmarkDoStream(b *testing.B) {
 		}
 		if err := slot.Do(b.Context(), req, (&recordEvents{}).emit); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkValidChunk is the check relayStream adds per data event: a
+// vLLM token chunk must be JSON.
+func BenchmarkValidChunk(b *testing.B) {
+	chunk := []byte(`{"id":"chatcmpl-r1","object":"chat.completion.chunk","created":946684800,"model":"sim-model","choices":[{"index":0,"delta":{"content":"tok0 "},"logprobs":null,"finish_reason":null}]}`)
+	b.SetBytes(int64(len(chunk)))
+	for b.Loop() {
+		if !json.Valid(chunk) {
+			b.Fatal("not JSON")
 		}
 	}
 }

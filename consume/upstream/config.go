@@ -39,6 +39,14 @@ type UpstreamConfig struct {
 	// Models it serves. Empty: discovered from GET /v1/models at Start
 	// and refreshed by the prober.
 	Models []string
+	// IdleTimeout ends a streamed response whose upstream sends no event
+	// for this long (ErrStreamStalled) and aborts the call, freeing the
+	// slot. Only time spent waiting on the upstream counts, not time the
+	// client takes to read; the wait for the first event after the
+	// headers counts too (vLLM sends its headers at once), so it must
+	// exceed the slowest time to first token. 0 means no limit; negative
+	// is an error.
+	IdleTimeout time.Duration
 }
 
 // Observer is an optional metrics hook. Result is called once per
@@ -87,6 +95,9 @@ func (c Config) withDefaults() (Config, error) {
 		seen[base] = true
 		if u.MaxConcurrency < 0 {
 			return c, fmt.Errorf("upstream: %s: negative MaxConcurrency", base)
+		}
+		if u.IdleTimeout < 0 {
+			return c, fmt.Errorf("upstream: %s: negative IdleTimeout", base)
 		}
 		if u.MaxConcurrency == 0 {
 			u.MaxConcurrency = 64

@@ -14,6 +14,15 @@ var ErrUpstreamUnavailable = errors.New("upstream: unavailable")
 // mid-stream, a malformed or oversized response. It is never retried.
 var ErrStreamBroken = errors.New("upstream: response broke off")
 
+// ErrStreamStalled wraps ErrStreamBroken: the upstream sent nothing for
+// its IdleTimeout in the middle of a stream, and the call was aborted.
+var ErrStreamStalled = fmt.Errorf("%w: stalled", ErrStreamBroken)
+
+// ErrStreamMalformed wraps ErrStreamBroken: the upstream's stream was not
+// what it promised (a data event that is not JSON, a body that is not
+// JSON, or an end without "data: [DONE]").
+var ErrStreamMalformed = fmt.Errorf("%w: malformed", ErrStreamBroken)
+
 // ErrClosed is returned by Start after Close, or when called twice.
 var ErrClosed = errors.New("upstream: pool closed or already started")
 

@@ -39,7 +39,8 @@ type Pool struct {
 type upstream struct {
 	url     string
 	max     int
-	dynamic bool // models come from /v1/models
+	dynamic bool          // models come from /v1/models
+	idle    time.Duration // a stream silent this long is stalled; 0 = no limit
 
 	models    []string // sorted
 	inFlight  int
@@ -63,7 +64,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	for _, u := range cfg.Upstreams {
 		models := slices.Clone(u.Models)
 		slices.Sort(models)
-		p.ups = append(p.ups, &upstream{url: u.URL, max: u.MaxConcurrency, dynamic: len(u.Models) == 0,
+		p.ups = append(p.ups, &upstream{url: u.URL, max: u.MaxConcurrency, idle: u.IdleTimeout, dynamic: len(u.Models) == 0,
 			models: slices.Compact(models), healthy: true})
 		maxConc = max(maxConc, u.MaxConcurrency)
 	}

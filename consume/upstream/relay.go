@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -23,7 +24,7 @@ func (s *slot) relay(ctx context.Context, stop context.CancelFunc, resp *http.Re
 		return err
 	}
 	if req.Stream && isEventStream(resp.Header.Get("Content-Type")) {
-		err := s.relayStream(ctx, resp.Body, emit)
+		err := s.relayStream(ctx, stop, resp.Body, emit)
 		if err == nil {
 			drain(resp.Body, stop)
 		}
@@ -44,24 +45,45 @@ func (s *slot) broken(ctx context.Context, err error) error {
 	return err
 }
 
-// relayStream emits one EventChunk per data event, up to [DONE].
-func (s *slot) relayStream(ctx context.Context, body io.Reader, emit func(consume.Event) error) error {
+// relayStream emits one EventChunk per data event, up to [DONE]. Every
+// data event before it must be JSON, and the stream must end with it: an
+// upstream that breaks its stream in any way ends the client's stream
+// with an error, never with a silent, clean-looking end (an SDK takes a
+// clean EOF for a finished answer). A stream whose upstream is silent
+// for its idle timeout is aborted through stop.
+func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io.Reader, emit func(consume.Event) error) error {
+	idle := newIdleTimer(s.u.idle, stop)
+	defer idle.close()
 	d := sse.NewDecoder(body)
 	for {
+		idle.arm()
 		ev, err := d.Next()
+		if idle.disarm() {
+			return fmt.Errorf("%w: %s: no event for %s", ErrStreamStalled, s.u.url, s.u.idle)
+		}
 		switch {
 		case err == io.EOF:
-			// Ended cleanly without [DONE]: the framing was complete.
-			return nil
+			return s.malformed(ctx, "the stream ended without [DONE]")
 		case err != nil:
 			return s.broken(ctx, err)
 		case string(ev.Data) == "[DONE]":
 			return nil
+		case !json.Valid(ev.Data):
+			return s.malformed(ctx, "a data event is not JSON")
 		}
 		if err := emit(consume.Event{Kind: consume.EventChunk, Data: ev.Data}); err != nil {
 			return err
 		}
 	}
+}
+
+// malformed reports a response that arrived but broke its format. The
+// upstream answered, so it is not marked down.
+func (s *slot) malformed(ctx context.Context, what string) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("upstream %s: %w", s.u.url, ctx.Err())
+	}
+	return fmt.Errorf("%w: %s: %s", ErrStreamMalformed, s.u.url, what)
 }
 
 // drain reads what follows [DONE] (normally just the end of the chunked
@@ -88,6 +110,9 @@ func (s *slot) relayBody(ctx context.Context, body io.Reader, emit func(consume.
 	}
 	if int64(len(data)) > limit {
 		return fmt.Errorf("%w: %s: body exceeds %d bytes", ErrStreamBroken, s.u.url, limit)
+	}
+	if !json.Valid(data) {
+		return s.malformed(ctx, "the body is not JSON")
 	}
 	return emit(consume.Event{Kind: consume.EventBody, Data: data})
 }

@@ -93,12 +93,14 @@ func New(cfg *config.File, opts Options) (*App, error) {
 		Table: a.Table, Admitter: a.Admitter, Pacer: a.Pacer, Queue: a.Queue, Pool: a.Pool,
 		BandMaxWait: a.bandMaxWait, Models: cfg.Models, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		RequestTimeout: cfg.Server.RequestTimeout, Heartbeat: cfg.Server.Heartbeat,
-		Observer: opts.GatewayObserver, Logger: logger,
+		WriteStallTimeout: durationOr0(cfg.Server.WriteStallTimeout),
+		Observer:          opts.GatewayObserver, Logger: logger,
 	})
 	a.server = &http.Server{
 		Handler:           a.Gateway,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
+		IdleTimeout:       cfg.Server.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	return a, nil
@@ -107,9 +109,19 @@ func New(cfg *config.File, opts Options) (*App, error) {
 func newPool(cfg *config.File, logger *slog.Logger, obs upstream.Observer) (*upstream.Pool, error) {
 	ups := make([]upstream.UpstreamConfig, 0, len(cfg.Upstreams))
 	for _, u := range cfg.Upstreams {
-		ups = append(ups, upstream.UpstreamConfig{URL: u.URL, MaxConcurrency: u.MaxConcurrency, Models: u.Models})
+		ups = append(ups, upstream.UpstreamConfig{URL: u.URL, MaxConcurrency: u.MaxConcurrency, Models: u.Models,
+			IdleTimeout: durationOr0(u.IdleTimeout)})
 	}
 	return upstream.NewPool(upstream.Config{Upstreams: ups, Logger: logger, Observer: obs})
+}
+
+// durationOr0 reads an optional duration (nil: 0, which the packages
+// read as "no limit"; the config's defaults have filled it by now).
+func durationOr0(d *time.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return *d
 }
 
 func newBackend(cfg *config.File, logger *slog.Logger) (consume.Backend, error) {
@@ -174,6 +186,9 @@ func (a *App) Start(ctx context.Context) error {
 		a.stopQueue(context.Background())
 		a.Pool.Close()
 		return err
+	}
+	if n := a.config().Server.MaxConnections; n > 0 {
+		ln = limitConns(ln, n)
 	}
 	a.ln = ln
 	go func() {

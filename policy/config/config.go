@@ -65,6 +65,17 @@ type Server struct {
 	// asynchronously). Default 5s; 0 closes the listener at once.
 	ShutdownDelay *time.Duration `yaml:"shutdown_delay"`
 	ShutdownGrace time.Duration  `yaml:"shutdown_grace"` // then in-flight requests get this long; default 30s
+	// WriteStallTimeout cuts a stream whose client stops reading while
+	// keeping its connection: a write or flush that cannot complete within
+	// it fails, and the upstream call is aborted. Default 30s; 0 = no
+	// limit (a pointer, because an explicit 0 differs from unset).
+	WriteStallTimeout *time.Duration `yaml:"write_stall_timeout"`
+	// MaxConnections bounds the client connections open at once; more wait
+	// in the kernel's accept queue. Default 10000.
+	MaxConnections int `yaml:"max_connections"`
+	// IdleTimeout closes a keep-alive connection idle between requests
+	// this long. Default 120s.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // Upstream is one OpenAI-compatible model server (typically vLLM).
@@ -72,6 +83,11 @@ type Upstream struct {
 	URL            string   `yaml:"url"`             // required, http or https
 	MaxConcurrency int      `yaml:"max_concurrency"` // in-flight requests; default 64
 	Models         []string `yaml:"models"`          // empty = discover via GET /v1/models
+	// IdleTimeout ends a stream whose upstream sends nothing this long
+	// (the wait for the first token included) with an upstream_error and
+	// frees its slot. Default 30s; 0 = no
+	// limit (a pointer, because an explicit 0 differs from unset).
+	IdleTimeout *time.Duration `yaml:"idle_timeout"`
 }
 
 // Queue selects the queue backend. A zero field takes its default.

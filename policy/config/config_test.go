@@ -45,6 +45,12 @@ func TestParseInvalid(t *testing.T) {
 		}, "\n")},
 		{"request_timeout.yaml", "server.request_timeout: must exceed every max_wait (tenants[0].models.m.max_wait is 1m30s)"},
 		{"shutdown_delay.yaml", "server.shutdown_delay: must be >= 0"},
+		{"fault_limits.yaml", strings.Join([]string{
+			"server.write_stall_timeout: must be >= 0",
+			"server.max_connections: must be > 0",
+			"server.idle_timeout: must be > 0",
+			"upstreams[0].idle_timeout: must be >= 0",
+		}, "\n")},
 		{"backend.yaml", `queue.backend: must be "embedded" or "rocketmq", got "kafka"`},
 		{"upstream_url.yaml", `upstreams[0].url: must be an http or https URL with a host, got "ftp://host/x"` + "\n" +
 			`upstreams[1].url: must be an http or https URL with a host, got "127.0.0.1:8000"` + "\n" +
@@ -91,11 +97,14 @@ func TestParseMinimal(t *testing.T) {
 	if s.ShutdownDelay == nil || *s.ShutdownDelay != 5*time.Second {
 		t.Errorf("server.shutdown_delay default: %v", s.ShutdownDelay)
 	}
-	s.ShutdownDelay = nil
-	if s != (Server{8 << 20, 10 * time.Second, 64 << 10, 120 * time.Second, 5 * time.Second, nil, 30 * time.Second}) {
+	if s.WriteStallTimeout == nil || *s.WriteStallTimeout != 30*time.Second {
+		t.Errorf("server.write_stall_timeout default: %v", s.WriteStallTimeout)
+	}
+	s.ShutdownDelay, s.WriteStallTimeout = nil, nil
+	if s != (Server{8 << 20, 10 * time.Second, 64 << 10, 120 * time.Second, 5 * time.Second, nil, 30 * time.Second, nil, 10000, 120 * time.Second}) {
 		t.Errorf("server defaults: %+v", s)
 	}
-	if len(f.Upstreams) != 1 || f.Upstreams[0].MaxConcurrency != 64 {
+	if len(f.Upstreams) != 1 || f.Upstreams[0].MaxConcurrency != 64 || *f.Upstreams[0].IdleTimeout != 30*time.Second {
 		t.Errorf("upstreams: %+v", f.Upstreams)
 	}
 	q := f.Queue
@@ -133,6 +142,15 @@ func TestParseValid(t *testing.T) {
 	}
 	if d := f.Server.ShutdownDelay; d == nil || *d != 0 {
 		t.Errorf("an explicit shutdown_delay: 0s became %v", d)
+	}
+	if d := f.Server.WriteStallTimeout; d == nil || *d != 0 {
+		t.Errorf("an explicit write_stall_timeout: 0s became %v", d)
+	}
+	if d := f.Upstreams[0].IdleTimeout; d == nil || *d != 0 {
+		t.Errorf("an explicit idle_timeout: 0s became %v", d)
+	}
+	if s := f.Server; s.MaxConnections != 500 || s.IdleTimeout != time.Minute {
+		t.Errorf("server: %+v", s)
 	}
 	if f.Queue.Backend != BackendRocketMQ || f.Queue.RocketMQ.Replicas != 3 || f.Tenants[0].Priority != PriorityHigh {
 		t.Errorf("queue/priority: %+v %q", f.Queue, f.Tenants[0].Priority)

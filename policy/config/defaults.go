@@ -7,6 +7,9 @@ const (
 	DefaultRate    = 10.0 // requests/s
 	DefaultBacklog = 1000
 	DefaultMaxWait = 30 * time.Second
+
+	// DefaultUpstreamIdleTimeout is upstreams[i].idle_timeout when unset.
+	DefaultUpstreamIdleTimeout = 30 * time.Second
 )
 
 // SetDefaults fills every unset (zero) field with its documented default.
@@ -17,6 +20,7 @@ func (f *File) SetDefaults() {
 	f.Server.setDefaults()
 	for i := range f.Upstreams {
 		setNum(&f.Upstreams[i].MaxConcurrency, 64)
+		setPtr(&f.Upstreams[i].IdleTimeout, DefaultUpstreamIdleTimeout)
 	}
 	f.Queue.setDefaults()
 	f.Control.setDefaults()
@@ -37,6 +41,9 @@ func (s *Server) setDefaults() {
 	setNum(&s.Heartbeat, 5*time.Second)
 	setPtr(&s.ShutdownDelay, 5*time.Second)
 	setNum(&s.ShutdownGrace, 30*time.Second)
+	setPtr(&s.WriteStallTimeout, 30*time.Second)
+	setNum(&s.MaxConnections, 10000)
+	setNum(&s.IdleTimeout, 120*time.Second)
 }
 
 func (q *Queue) setDefaults() {

@@ -68,6 +68,9 @@ func (s *Server) validate(p *problems) {
 	positive(p, "server.heartbeat", s.Heartbeat)
 	nonNegative(p, "server.shutdown_delay", s.ShutdownDelay)
 	positive(p, "server.shutdown_grace", s.ShutdownGrace)
+	nonNegative(p, "server.write_stall_timeout", s.WriteStallTimeout)
+	positive(p, "server.max_connections", s.MaxConnections)
+	positive(p, "server.idle_timeout", s.IdleTimeout)
 }
 
 func (f *File) validateUpstreams(p *problems) {
@@ -85,6 +88,7 @@ func (f *File) validateUpstreams(p *problems) {
 			seen[u.URL] = i
 		}
 		positive(p, path+".max_concurrency", u.MaxConcurrency)
+		nonNegative(p, path+".idle_timeout", u.IdleTimeout)
 		checkNames(p, path+".models", u.Models)
 	}
 }

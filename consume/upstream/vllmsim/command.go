@@ -26,6 +26,20 @@ func (m *modelsFlag) Set(v string) error {
 	return nil
 }
 
+// faultsFlag collects --fault rules ([ParseFaultRule]), in order.
+type faultsFlag []FaultRule
+
+func (f *faultsFlag) String() string { return fmt.Sprint(len(*f), " rules") }
+
+func (f *faultsFlag) Set(v string) error {
+	r, err := ParseFaultRule(v)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, r)
+	return nil
+}
+
 // RunCommand is `pacegate sim`: it parses args (without the command
 // name), serves a simulator until ctx is done, and prints
 // "listening on http://<addr>" to stdout once it accepts connections.
@@ -73,13 +87,15 @@ func parseFlags(args []string, out io.Writer) (Config, string, error) {
 	itl := fs.Duration("itl", 20*time.Millisecond, "inter-token latency")
 	seqs := fs.Int("max-num-seqs", 256, "requests running at once; more wait")
 	maxTok := fs.Int("max-tokens", 16, "completion length when the request sets none")
+	var faults faultsFlag
+	fs.Var(&faults, "fault", "a fault rule, e.g. status=503,count=5 or stall-after=3,match=FAULT (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, "", err
 	}
 	if fs.NArg() > 0 {
 		return Config{}, "", fmt.Errorf("sim: unexpected argument %q", fs.Arg(0))
 	}
-	cfg := Config{Models: models, TTFT: noZero(*ttft), ITL: noZero(*itl), MaxNumSeqs: *seqs, DefaultMaxTokens: *maxTok}
+	cfg := Config{Models: models, TTFT: noZero(*ttft), ITL: noZero(*itl), MaxNumSeqs: *seqs, DefaultMaxTokens: *maxTok, Faults: faults}
 	return cfg, *listen, nil
 }
 

@@ -22,6 +22,11 @@ type Config struct {
 	// MaxModelLen bounds prompt plus completion tokens (400 beyond it) and
 	// is reported by /v1/models. Default 32768.
 	MaxModelLen int
+	// Faults script misbehaving responses for a whole run; see [Fault]
+	// and [FaultRule]. The first rule that matches a request and is within
+	// its After/Count window applies; a rule outside it lets the next try.
+	// Empty: none.
+	Faults []FaultRule
 }
 
 func (c Config) withDefaults() Config {
@@ -29,6 +34,7 @@ func (c Config) withDefaults() Config {
 		c.Models = []string{"sim-model"}
 	}
 	c.Models = append([]string(nil), c.Models...)
+	c.Faults = append([]FaultRule(nil), c.Faults...)
 	if c.TTFT == 0 {
 		c.TTFT = 200 * time.Millisecond
 	}
@@ -53,7 +59,7 @@ type Stats struct {
 	Requests  int64 // valid generation requests received
 	Completed int64 // responses sent in full
 	Aborted   int64 // requests whose client went away first
-	Failed    int64 // requests failed on purpose (InjectFailure, X-Sim-Fail-Status)
+	Failed    int64 // requests failed on purpose (InjectFailure, X-Sim-Fail-Status, a Fault)
 	Running   int64 // requests running now
 	Waiting   int64 // requests waiting for a running slot now
 }

@@ -32,6 +32,15 @@
 // its client goes away, while waiting, during TTFT or between tokens, and
 // reports it on [Server.Aborts], as vLLM frees its KV cache.
 //
+// Faults make responses misbehave on purpose, for the gateway's fault
+// suite: per request with the X-Sim-Fault header (stall-after=N,
+// garbage-sse, truncated-json, no-done, slow-headers=D, status=N), or for
+// a whole run with Config.Faults rules keyed by a marker in the prompt
+// (`pacegate sim --fault stall-after=3,match=FAULT-STALL`). See [Fault].
+// X-Sim-Fail-Status and [Server.InjectFailure] (a 5xx burst: the next N
+// requests fail) remain. A request without a fault is answered exactly
+// as described above.
+//
 // All time is read from package time, so tests may run the simulator
 // inside a testing/synctest bubble.
 package vllmsim

@@ -1,6 +1,7 @@
 package vllmsim
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -18,31 +19,43 @@ func (s *Server) generate(chat bool) http.HandlerFunc {
 		}
 		s.requests.Add(1)
 		s.promptTokens.Add(int64(j.promptTokens))
+		flt, e := s.takeFault(r, j.body)
+		if e != nil {
+			e.write(w)
+			return
+		}
 		f := s.takeFailure(r)
 		switch {
-		case f.StatusBeforeFirstByte > 0:
+		case flt.Status > 0 || f.StatusBeforeFirstByte > 0:
 			s.failed.Add(1)
-			statusError(f.StatusBeforeFirstByte).write(w)
+			statusError(max(flt.Status, f.StatusBeforeFirstByte)).write(w)
 			return
 		case f.ResetBeforeFirstByte, f.ResetAfterChunks > 0 && !j.stream:
 			s.failed.Add(1)
 			resetConn(w)
 		}
+		if flt != (Fault{}) {
+			s.failed.Add(1)
+		}
+		if flt.SlowHeaders > 0 && sleepUntil(r.Context(), time.Now().Add(flt.SlowHeaders)) != nil {
+			s.abort(j.id, true)
+			return
+		}
 		w.Header().Set("X-Request-Id", j.id)
 		if j.stream {
-			s.stream(w, r.Context(), j, f.ResetAfterChunks)
+			s.stream(w, r.Context(), j, f.ResetAfterChunks, flt)
 		} else {
-			s.complete(w, r.Context(), j)
+			s.complete(w, r.Context(), j, flt)
 		}
 	}
 }
 
 // stream sends a streamed response; resetAfter > 0 cuts the connection
-// after that many data events.
-func (s *Server) stream(w http.ResponseWriter, ctx context.Context, j *job, resetAfter int) {
+// after that many data events, and flt may make it misbehave.
+func (s *Server) stream(w http.ResponseWriter, ctx context.Context, j *job, resetAfter int, flt Fault) {
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	out := &eventWriter{w: w, rc: http.NewResponseController(w), resetAfter: resetAfter, s: s}
+	out := &eventWriter{w: w, rc: http.NewResponseController(w), resetAfter: resetAfter, s: s, ctx: ctx, fault: flt}
 	if out.flush() != nil {
 		s.abort(j.id, true)
 		return
@@ -89,7 +102,7 @@ func (s *Server) finishStream(j *job, out *eventWriter) error {
 }
 
 // complete sends a non-streamed response when the last token is due.
-func (s *Server) complete(w http.ResponseWriter, ctx context.Context, j *job) {
+func (s *Server) complete(w http.ResponseWriter, ctx context.Context, j *job, flt Fault) {
 	if queued, err := s.acquire(ctx); err != nil {
 		s.abort(j.id, queued)
 		return
@@ -102,6 +115,14 @@ func (s *Server) complete(w http.ResponseWriter, ctx context.Context, j *job) {
 		return
 	}
 	body := fullResponse(j)
+	if flt.Stall {
+		<-ctx.Done()
+		s.abort(j.id, false)
+		return
+	}
+	if flt.TruncatedJSON {
+		body = body[:len(body)/2]
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	if _, err := w.Write(body); err != nil {
@@ -122,12 +143,18 @@ type eventWriter struct {
 	sent       int
 	resetAfter int
 	s          *Server
+	ctx        context.Context // the request's, which a stall waits on
+	fault      Fault
 }
 
 func (o *eventWriter) send(data []byte) error {
 	if o.resetAfter > 0 && o.sent == o.resetAfter {
 		o.s.failed.Add(1)
 		resetConn(o.w)
+	}
+	data, err := o.misbehave(data)
+	if err != nil || data == nil {
+		return err
 	}
 	o.buf = append(append(append(o.buf[:0], "data: "...), data...), "\n\n"...)
 	if _, err := o.w.Write(o.buf); err != nil {
@@ -153,4 +180,25 @@ func resetConn(w http.ResponseWriter) {
 		_ = conn.Close()
 	}
 	panic(http.ErrAbortHandler)
+}
+
+// misbehave applies o.fault before data event number o.sent: it returns
+// the data to send instead (nil: send nothing), or an error that ends the
+// response (a stall that the client ended).
+func (o *eventWriter) misbehave(data []byte) ([]byte, error) {
+	f := o.fault
+	switch {
+	case f.Stall && o.sent == f.StallAfter:
+		<-o.ctx.Done()
+		return nil, o.ctx.Err()
+	case f.NoDone && bytes.Equal(data, doneData):
+		return nil, nil
+	case f.GarbageSSE && o.sent == 1:
+		if _, err := o.w.Write(garbage); err != nil {
+			return nil, err
+		}
+	case f.TruncatedJSON && o.sent == 1:
+		data = data[:len(data)/2]
+	}
+	return data, nil
 }

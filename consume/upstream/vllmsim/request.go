@@ -27,6 +27,7 @@ type job struct {
 	maxTokens    int
 	stream       bool
 	includeUsage bool
+	body         []byte // the raw request, which Config.Faults rules match
 }
 
 type wireRequest struct {
@@ -63,7 +64,7 @@ func (s *Server) parse(r *http.Request, chat bool) (*job, *apiError) {
 		return nil, &apiError{status: http.StatusNotFound, typ: "NotFoundError", param: "model",
 			msg: fmt.Sprintf("The model `%s` does not exist.", model)}
 	}
-	j := &job{chat: chat, model: quote(model), created: time.Now().Unix()}
+	j := &job{chat: chat, model: quote(model), created: time.Now().Unix(), body: body}
 	j.stream = req.Stream != nil && *req.Stream
 	if req.StreamOptions != nil {
 		if !j.stream {

@@ -28,18 +28,20 @@ type Server struct {
 	queue    []*waiter // FIFO of requests waiting for a running slot
 	load     *Load
 	fail     *Failure
-	failLeft int // requests left for fail when fail.Count > 0
+	failLeft int   // requests left for fail when fail.Count > 0
+	ruleSeen []int // per Config.Faults rule, the matching requests seen
 }
 
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{
-		cfg:     cfg,
-		started: time.Now(),
-		aborts:  make(chan Abort, AbortBuffer),
-		ttft:    cfg.TTFT,
-		itl:     cfg.ITL,
+		cfg:      cfg,
+		started:  time.Now(),
+		aborts:   make(chan Abort, AbortBuffer),
+		ttft:     cfg.TTFT,
+		itl:      cfg.ITL,
+		ruleSeen: make([]int, len(cfg.Faults)),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.generate(true))
