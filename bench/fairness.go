@@ -38,7 +38,7 @@ const (
 
 // fairModes are the configurations compared, baseline first: poll
 // (fairness.mode: poll), fair (the default: fairness.mode fair, work-
-// conserving) and reserve (fair with fairness.reserve: 1, one slot kept
+// conserving) and reserve (fair with fairness.reserve: 2, two slots kept
 // for the high band and for tenants below their share).
 var fairModes = []string{"poll", "fair", "reserve"}
 
@@ -46,7 +46,7 @@ var fairModes = []string{"poll", "fair", "reserve"}
 func fairnessYAML(mode string) string {
 	reserve := 0
 	if mode == "reserve" {
-		mode, reserve = "fair", 1
+		mode, reserve = "fair", 2
 	}
 	return fmt.Sprintf("fairness: {mode: %s, completion_weight: %d, reserve: %d, bands: {low: {max_wait: 30s}}}\n", mode, fairCompletionWeight, reserve)
 }

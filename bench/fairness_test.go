@@ -109,7 +109,7 @@ func TestFairConfigParses(t *testing.T) {
 	}
 	on := fairConfig("http://127.0.0.1:1", "reserve", tenants).yaml()
 	for _, want := range []string{
-		"fairness: {mode: fair, completion_weight: 2, reserve: 1, bands: {low: {max_wait: 30s}}}\n",
+		"fairness: {mode: fair, completion_weight: 2, reserve: 2, bands: {low: {max_wait: 30s}}}\n",
 		`- {id: w4, keys: ["sk-w4"], weight: 4}`, `- {id: lo, keys: ["sk-lo"], priority: low}`,
 		"max_concurrency: 8", "rate: 1000",
 	} {
