@@ -18,7 +18,7 @@ type scenario struct {
 
 // scenarios in report order.
 var scenarios = []scenario{
-	{"overhead", "1. Overhead", 75 * time.Second, 5 * time.Minute, runOverhead},
+	{"overhead", "1. Overhead", 150 * time.Second, 8 * time.Minute, runOverhead},
 	{"pacing", "2. Pacing precision", 45 * time.Second, 3 * time.Minute, runPacing},
 	{"isolation", "3. Isolation (the seed's POC)", 60 * time.Second, 3 * time.Minute, runIsolation},
 	{"throttling", "4. Throttling ratio (the headline)", 120 * time.Second, 6 * time.Minute, runThrottling},
