@@ -62,7 +62,10 @@ func startOhProcs(ctx context.Context, upstream string) (*ohProcs, error) {
 		p.stop()
 		return nil, err
 	}
-	p.pg, err = startPacegateProc(ctx, bin, dir, gwConfig{Upstream: upstream, MaxConcurrency: 256, Workers: 64,
+	// The pool's cap is set out of reach, like the pacing rate: the bare
+	// proxy has neither, and a transient stall of the shared machine
+	// would otherwise hold requests at the cap and measure that instead.
+	p.pg, err = startPacegateProc(ctx, bin, dir, gwConfig{Upstream: upstream, MaxConcurrency: 1024, Workers: 64,
 		Tenants: ohOpenTenants, Defaults: fmt.Sprintf("{rpm: 0, tpm: 0, burst: 0, rate: %d, backlog: 100000, max_wait: 30s}", ohProcRate)})
 	if err != nil {
 		p.stop()
@@ -171,7 +174,7 @@ func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP,
 		return nil, nil, nil, nil, err
 	}
 	defer p.stop()
-	cpuRounds, cpuDur := e.pick(3, 6), time.Duration(e.pick(5, 15))*time.Second
+	cpuRounds, cpuDur := e.pick(4, 6), time.Duration(e.pick(4, 15))*time.Second
 	for range cpuRounds {
 		if ctx.Err() != nil {
 			break
@@ -179,7 +182,7 @@ func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP,
 		cpuB = append(cpuB, ohMeasureCPU(ctx, p.bare, cpuDur))
 		cpuP = append(cpuP, ohMeasureCPU(ctx, p.pg, cpuDur))
 	}
-	openRounds, openDur := e.pick(2, 4), time.Duration(e.pick(3, 10))*time.Second
+	openRounds, openDur := e.pick(3, 4), time.Duration(e.pick(3, 10))*time.Second
 	for range openRounds {
 		if ctx.Err() != nil {
 			break

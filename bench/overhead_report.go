@@ -126,7 +126,7 @@ func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 	res.note("CPU per streamed request = utime+stime of the process (/proc/<pid>/stat, all threads, 10 ms ticks) from just "+
 		"before a round's first request to just after its last one ended, divided by the requests completed in the round; "+
 		"pacegate runs as its own process (`go build -o` of the module, `pacegate --config`, JSON access log to a pipe the "+
-		"harness drains) and the bare proxy as a re-executed bench binary; the sim stays in the harness. CPU rounds: %d "+
+		"harness drains; pool max_concurrency 1024, out of reach like the pacing rate) and the bare proxy as a re-executed bench binary; the sim stays in the harness. CPU rounds: %d "+
 		"closed-loop clients, %d-token streams, client w on tenant t<w> (its own bucket, pacing rate %d/s, never binding). "+
 		"Open-loop rounds: %s req/s on a fixed grid, request i on tenant t<i mod %d> (5 req/s per bucket), %d-token streams. "+
 		"Added TTFT p50 at 1,000 req/s (median over rounds): %s ms.", ohProcClients, ohProcTokens, ohProcRate,
