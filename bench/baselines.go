@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +25,7 @@ func serve(h http.Handler) (string, func(), error) {
 		return "", nil, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	go pprof.Do(context.Background(), pprof.Labels("proc", "baseline"), func(context.Context) { _ = srv.Serve(ln) })
 	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 

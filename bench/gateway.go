@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -64,7 +65,11 @@ func startPacegate(ctx context.Context, c gwConfig) (*pacegate, error) {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	if err := a.Start(runCtx); err != nil {
+	// The label tags every goroutine the gateway starts (listener,
+	// connections, engine workers, upstream calls) in -cpuprofile output:
+	// go tool pprof -tagfocus proc=pacegate.
+	pprof.Do(runCtx, pprof.Labels("proc", "pacegate"), func(context.Context) { err = a.Start(runCtx) })
+	if err != nil {
 		cancel()
 		return nil, err
 	}

@@ -22,6 +22,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == bareProxyFlag {
+		if err := serveBareProxyChild(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench bare proxy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

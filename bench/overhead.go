@@ -99,5 +99,10 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 		return ctx.Err()
 	}
 	ohReport(e, res, bare, pg)
+	cpuB, cpuP, openB, openP, err := runOverheadProcs(ctx, e, sim.URL)
+	if err != nil {
+		return fmt.Errorf("process rounds: %w", err)
+	}
+	ohProcReport(res, cpuB, cpuP, openB, openP)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,7 +44,7 @@ func startSim(cfg vllmsim.Config, record bool) (*upstreamSim, error) {
 	}
 	s.URL = "http://" + ln.Addr().String()
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
+	go pprof.Do(context.Background(), pprof.Labels("proc", "sim"), func(context.Context) { _ = s.srv.Serve(ln) })
 	return s, nil
 }
 

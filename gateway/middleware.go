@@ -118,6 +118,15 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Flush lets code that type-asserts http.Flusher still flush.
-func (w *statusWriter) Flush() {
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
+func (w *statusWriter) Flush() { _ = w.FlushError() }
+
+// FlushError is what http.ResponseController calls first: it reaches the
+// connection's FlushError directly (the SSE writer flushes every chunk
+// through it) and hands its error back, so that a vanished client is seen
+// at the flush instead of being dropped as Flush must.
+func (w *statusWriter) FlushError() error {
+	if f, ok := w.ResponseWriter.(interface{ FlushError() error }); ok {
+		return f.FlushError()
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }

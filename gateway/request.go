@@ -83,17 +83,45 @@ func parseAPIRequest(body []byte, ep endpoint) (*apiRequest, *APIError) {
 	}
 	req.PromptTokens = estimateTokens(input)
 	if req.Stream {
-		if e := forceUsage(fields, req); e != nil {
+		out, e := bodyWithUsage(body, fields, req)
+		if e != nil {
 			return nil, e
-		}
-		out, err := json.Marshal(fields)
-		if err != nil {
-			return nil, errInvalidRequest("The request body could not be re-encoded.", "")
 		}
 		body = out
 	}
 	req.Body = body
 	return req, nil
+}
+
+// usageOption is what a streamed body without stream_options gets:
+// spliced in before its closing brace, so the client's bytes are
+// forwarded as they came and not re-encoded.
+var usageOption = []byte(`,"stream_options":{"include_usage":true}`)
+
+// bodyWithUsage returns the body to forward for a streamed request: one
+// that asks the upstream for the usage chunk. A body that already asks
+// for it is forwarded as is; one without stream_options gets it spliced
+// in; any other is re-encoded from fields with include_usage set.
+func bodyWithUsage(body []byte, fields map[string]json.RawMessage, req *apiRequest) ([]byte, *APIError) {
+	if _, ok := fields["stream_options"]; !ok {
+		// body parsed as a non-empty object (it has a model): its last
+		// non-space byte is the closing brace.
+		end := len(bytes.TrimRight(body, " \t\r\n"))
+		out := make([]byte, 0, len(body)+len(usageOption))
+		out = append(append(append(out, body[:end-1]...), usageOption...), body[end-1:]...)
+		return out, nil
+	}
+	if e := forceUsage(fields, req); e != nil {
+		return nil, e
+	}
+	if req.WantsUsage {
+		return body, nil
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, errInvalidRequest("The request body could not be re-encoded.", "")
+	}
+	return out, nil
 }
 
 func decodeModel(fields map[string]json.RawMessage, req *apiRequest) *APIError {

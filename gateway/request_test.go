@@ -71,6 +71,30 @@ func TestStreamedBodyAsksForUsageAndKeepsFields(t *testing.T) {
 	}
 }
 
+// A streamed body that already asks for usage is forwarded byte for
+// byte; one without stream_options gets it spliced in before its closing
+// brace, the client's bytes otherwise untouched; the rest is re-encoded.
+func TestStreamedBodyRewrite(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":["<&>"]}`,
+			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":["<&>"]}`},
+		{`{"model":"m", "stream":true, "messages":["<&>"]}` + " \n",
+			`{"model":"m", "stream":true, "messages":["<&>"],"stream_options":{"include_usage":true}}` + " \n"},
+		{`{"model":"m","stream":true,"stream_options":null,"messages":[]}`,
+			`{"messages":[],"model":"m","stream":true,"stream_options":{"include_usage":true}}`},
+		{`{"model":"m","stream":true,"stream_options":{"include_usage":false},"messages":[]}`,
+			`{"messages":[],"model":"m","stream":true,"stream_options":{"include_usage":true}}`},
+	} {
+		req, e := parseAPIRequest([]byte(tc.in), chatEndpoint)
+		if e != nil {
+			t.Fatalf("%s: %v", tc.in, e)
+		}
+		if string(req.Body) != tc.want {
+			t.Errorf("%s:\nforwarded %s\nwant      %s", tc.in, req.Body, tc.want)
+		}
+	}
+}
+
 // A non-streamed body is forwarded byte for byte.
 func TestNonStreamedBodyIsUntouched(t *testing.T) {
 	in := `{"model":"m",  "messages":[] , "n":2}`

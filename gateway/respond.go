@@ -79,6 +79,7 @@ func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, x *exchan
 	defer heartbeat.Stop()
 	bandWait, stop := s.bandTimer(x)
 	defer stop()
+	beats := heartbeat.C
 	for {
 		select {
 		case <-bandWait:
@@ -87,10 +88,17 @@ func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, x *exchan
 				return OutcomeRejected
 			}
 		case ev := <-x.pending.Events():
+			if ev.Kind == consume.EventHeader {
+				// Dispatched: from here the heartbeat and the band's
+				// max_wait have nothing left to do, and every chunk's
+				// select is cheaper without them.
+				heartbeat.Stop()
+				beats, bandWait = nil, nil
+			}
 			if outcome, done := s.streamEvent(w, sw, x, ev); done {
 				return outcome
 			}
-		case <-heartbeat.C:
+		case <-beats:
 			if err := s.queuedComment(sw, x); err != nil {
 				return OutcomeClientGone
 			}

@@ -1,7 +1,6 @@
 package sse
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"time"
@@ -113,7 +112,7 @@ func (d *Decoder) line() ([]byte, error) {
 			d.skipLF = false
 		}
 		rest := d.buf[d.off:]
-		if i := bytes.IndexAny(rest, "\r\n"); i >= 0 {
+		if i := indexEOL(rest); i >= 0 {
 			if i > d.max {
 				return nil, ErrEventTooLarge
 			}

@@ -211,3 +211,12 @@ func BenchmarkWriterData(b *testing.B) {
 		}
 	}
 }
+
+// indexEOL must agree with bytes.IndexAny(p, "\r\n") on every input.
+func TestIndexEOL(t *testing.T) {
+	for _, s := range []string{"", "a", "\n", "\r", "\r\n", "\n\r", "ab\ncd\re", "ab\rcd\ne", "abc", strings.Repeat("x", 100) + "\r" + strings.Repeat("y", 50) + "\n"} {
+		if got, want := indexEOL([]byte(s)), strings.IndexAny(s, "\r\n"); got != want {
+			t.Errorf("indexEOL(%q) = %d, want %d", s, got, want)
+		}
+	}
+}

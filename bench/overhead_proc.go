@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The process part of the overhead scenario: pacegate and the bare proxy
+// each run as an OS process of their own (the sim stays in the harness),
+// so that each one's CPU time can be read from /proc/<pid>/stat.
+const (
+	ohProcClients = 32  // closed-loop streams of the CPU rounds
+	ohProcTokens  = 32  // tokens per stream of the CPU rounds
+	ohOpenRate    = 1e3 // requests/s of the open-loop rounds
+	ohOpenTokens  = 8   // tokens per stream of the open-loop rounds
+	ohOpenTenants = 200 // buckets the open loop spreads over: 5 req/s each
+	ohProcRate    = 50  // each bucket's pacing rate (req/s): never binds here
+)
+
+// ohProcRound is one measured round through one process.
+type ohProcRound struct {
+	path     string
+	ok, errs int
+	cpu      time.Duration // utime+stime of the process over the round
+	ttft     []float64     // ms
+}
+
+// cpuPerReq is the process CPU per completed request, in µs.
+func (r ohProcRound) cpuPerReq() float64 {
+	if r.ok == 0 {
+		return 0
+	}
+	return us(r.cpu) / float64(r.ok)
+}
+
+// ohProcs are the two processes under test.
+type ohProcs struct {
+	bare, pg *child
+	dir      string
+}
+
+// startOhProcs builds pacegate and starts both processes in front of
+// upstream.
+func startOhProcs(ctx context.Context, upstream string) (*ohProcs, error) {
+	dir, err := os.MkdirTemp("", "pacegate-bench-")
+	if err != nil {
+		return nil, err
+	}
+	p := &ohProcs{dir: dir}
+	bin, err := buildPacegate(ctx, dir)
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	p.bare, err = startBareProxyProc(ctx, upstream, 256)
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	// The pool's cap is set out of reach, like the pacing rate: the bare
+	// proxy has neither, and a transient stall of the shared machine
+	// would otherwise hold requests at the cap and measure that instead.
+	p.pg, err = startPacegateProc(ctx, bin, dir, gwConfig{Upstream: upstream, MaxConcurrency: 1024, Workers: 64,
+		Tenants: ohOpenTenants, Defaults: fmt.Sprintf("{rpm: 0, tpm: 0, burst: 0, rate: %d, backlog: 100000, max_wait: 30s}", ohProcRate)})
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *ohProcs) stop() {
+	for _, c := range []*child{p.bare, p.pg} {
+		if c != nil {
+			c.stop()
+		}
+	}
+	_ = os.RemoveAll(p.dir)
+}
+
+// ohMeasureCPU drives ohProcClients closed-loop streams (worker w on
+// tenant t<w>, its own bucket) through c for dur, and reads c's CPU time
+// before the first request and after the last one ended.
+func ohMeasureCPU(ctx context.Context, c *child, dur time.Duration) ohProcRound {
+	client := newClient(ohProcClients)
+	body := chatBody(simModel, ohProcTokens, true)
+	r := ohProcRound{path: c.name}
+	var mu sync.Mutex
+	ctx, cancel := context.WithTimeout(ctx, dur)
+	defer cancel()
+	var wg sync.WaitGroup
+	before, err := c.cpu()
+	if err != nil {
+		r.errs = -1
+		return r
+	}
+	for w := range ohProcClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("sk-t%d", w)
+			for n := 0; ctx.Err() == nil && n < 100_000; n++ {
+				tr := ohStream(ctx, client, c.url, key, body)
+				mu.Lock()
+				r.add(tr, ohProcTokens)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	after, err := c.cpu()
+	if err != nil {
+		r.errs = -1
+	}
+	r.cpu = after - before
+	return r
+}
+
+// ohMeasureOpen sends ohOpenRate streamed requests/s through c for dur,
+// open-loop, tenant i mod ohOpenTenants for request i.
+func ohMeasureOpen(ctx context.Context, c *child, dur time.Duration) ohProcRound {
+	client := newClient(512)
+	body := chatBody(simModel, ohOpenTokens, true)
+	n := int(dur.Seconds() * ohOpenRate)
+	events := make([]event, n)
+	for i := range events {
+		events[i] = event{At: time.Duration(float64(i) / ohOpenRate * float64(time.Second)), Tenant: i % ohOpenTenants}
+	}
+	r := ohProcRound{path: c.name}
+	var mu sync.Mutex
+	before, _ := c.cpu()
+	ctx, cancel := context.WithTimeout(ctx, dur+30*time.Second)
+	defer cancel()
+	replay(ctx, events, func(ctx context.Context, ev event) {
+		tr := ohStream(ctx, client, c.url, fmt.Sprintf("sk-t%d", ev.Tenant), body)
+		mu.Lock()
+		r.add(tr, ohOpenTokens)
+		mu.Unlock()
+	})
+	after, _ := c.cpu()
+	r.cpu = after - before
+	return r
+}
+
+var ohSeq atomic.Int64
+
+// ohStream is one streamed request, bounded to 30 s.
+func ohStream(ctx context.Context, c *http.Client, url, key string, body []byte) streamTrace {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return doStream(rctx, c, chatURL(url), key, fmt.Sprintf("proc-%d", ohSeq.Add(1)), body)
+}
+
+// add counts one request into r.
+func (r *ohProcRound) add(tr streamTrace, tokens int) {
+	if tr.Err != nil || tr.Status != http.StatusOK || len(tr.Chunks) != tokens {
+		r.errs++
+		return
+	}
+	r.ok++
+	r.ttft = append(r.ttft, ms(tr.TTFT))
+}
+
+// runOverheadProcs runs the CPU rounds and the open-loop rounds,
+// interleaved bare/pacegate, against upstream.
+func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP, openB, openP []ohProcRound, err error) {
+	p, err := startOhProcs(ctx, upstream)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	defer p.stop()
+	cpuRounds, cpuDur := e.pick(4, 6), time.Duration(e.pick(4, 15))*time.Second
+	for range cpuRounds {
+		if ctx.Err() != nil {
+			break
+		}
+		cpuB = append(cpuB, ohMeasureCPU(ctx, p.bare, cpuDur))
+		cpuP = append(cpuP, ohMeasureCPU(ctx, p.pg, cpuDur))
+	}
+	openRounds, openDur := e.pick(3, 4), time.Duration(e.pick(3, 10))*time.Second
+	for range openRounds {
+		if ctx.Err() != nil {
+			break
+		}
+		openB = append(openB, ohMeasureOpen(ctx, p.bare, openDur))
+		openP = append(openP, ohMeasureOpen(ctx, p.pg, openDur))
+	}
+	return cpuB, cpuP, openB, openP, nil
+}
