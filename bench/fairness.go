@@ -357,7 +357,7 @@ var fairBrokerModes = []string{"poll", "fair"}
 // fairOnBroker repeats the noisy-neighbour case (fc) on the RocketMQ
 // broker at PACEGATE_ROCKETMQ_ENDPOINT, in modes poll and fair, and
 // reports it beside the embedded figures of the same run. A suspension
-// there cannot be ended early: a waiting bucket is suspended for 200 ms
+// there cannot be ended early: a waiting bucket is suspended for 50 ms
 // and the slot granted to it is held until its next delivery.
 func fairOnBroker(ctx context.Context, res *ScenarioResult, fc fairCase, embedded fairRuns) error {
 	broker := fairRuns{}

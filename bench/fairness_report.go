@@ -395,7 +395,7 @@ func fairBrokerReport(res *ScenarioResult, fc fairCase, embedded, broker fairRun
 	}
 	res.Tables = append(res.Tables, t)
 	res.note("On RocketMQ (PACEGATE_ROCKETMQ_ENDPOINT set) the noisy-neighbour case also ran on the broker. A suspension there " +
-		"cannot be ended early: in mode fair a bucket waiting for a slot is suspended for 200 ms and the slot granted to it is held " +
+		"cannot be ended early: in mode fair a bucket waiting for a slot is suspended for 50 ms (the client's minimum) and the slot granted to it is held " +
 		"until its next delivery (up to one suspension plus the broker's ~100 ms re-dispatch tick); mode poll's 25 ms retry becomes " +
 		"the client's 50 ms minimum Suspend plus that tick. Capacity wake-ups count reason capacity (poll) or capacity_recheck (fair).")
 }
