@@ -38,17 +38,25 @@ const (
 
 // fairModes are the configurations compared, baseline first: poll
 // (fairness.mode: poll), fair (the default: fairness.mode fair, work-
-// conserving) and reserve (fair with fairness.reserve: 2, two slots kept
-// for the high band and for tenants below their share).
-var fairModes = []string{"poll", "fair", "reserve"}
+// conserving), reserve (fair with fairness.reserve: 2, two slots kept
+// for the high band and for tenants below their share) and headroom
+// (fair with fairness.headroom: fairHeadroom).
+var fairModes = []string{"poll", "fair", "reserve", "headroom"}
+
+// fairHeadroom is the headroom mode's fairness.headroom.
+const fairHeadroom = 2
 
 // fairnessYAML is the fairness section of mode.
 func fairnessYAML(mode string) string {
-	reserve := 0
-	if mode == "reserve" {
+	reserve, headroom := 0, 0
+	switch mode {
+	case "reserve":
 		mode, reserve = "fair", 2
+	case "headroom":
+		mode, headroom = "fair", fairHeadroom
 	}
-	return fmt.Sprintf("fairness: {mode: %s, completion_weight: %d, reserve: %d, bands: {low: {max_wait: 30s}}}\n", mode, fairCompletionWeight, reserve)
+	return fmt.Sprintf("fairness: {mode: %s, completion_weight: %d, reserve: %d, headroom: %d, bands: {low: {max_wait: 30s}}}\n",
+		mode, fairCompletionWeight, reserve, headroom)
 }
 
 // fairTenant is one tenant of a case: its config and its load.

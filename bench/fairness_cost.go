@@ -27,7 +27,7 @@ func fairGrantCost(waiting int) float64 {
 				k, _ := s.Best(models)
 				s.Grant(k)
 				s.Start(k, 100, t0)
-				s.Done(k)
+				s.Done(k, t0)
 				s.Join(k, 1, 1, t0)
 			}
 		})

@@ -39,9 +39,10 @@ func (releaseObserver) Panicked(policy.Key)                         {}
 // return at once: the trivial upstream of the pacing scenario.
 type nullUpstreams struct{}
 
-func (nullUpstreams) TryAcquire(string) (consume.Slot, bool) { return nullSlot{}, true }
-func (nullUpstreams) OnFree(func([]string))                  {}
-func (nullUpstreams) Free(string) (int, int)                 { return 1, 1 }
+func (nullUpstreams) TryAcquire(string) (consume.Slot, bool)         { return nullSlot{}, true }
+func (nullUpstreams) TryAcquireHeadroom(string) (consume.Slot, bool) { return nullSlot{}, true }
+func (nullUpstreams) OnFree(func([]string))                          {}
+func (nullUpstreams) Free(string) (int, int)                         { return 1, 1 }
 
 type nullSlot struct{}
 

@@ -76,6 +76,9 @@ type capacity struct {
 	// reserve is how many of a model's free slots only a bucket entitled
 	// to them may take (see [fairshare.Scheduler.Entitled]).
 	reserve int
+	// headroom is how many requests of a model may run beyond its
+	// limits, for buckets owed capacity (ConsumerConfig.Headroom).
+	headroom int
 
 	// backlog and pace read a bucket's queued requests and pacing
 	// interval (the Queue's ledger and the Pacer).
@@ -97,15 +100,16 @@ type grant struct {
 	timer *time.Timer // gives the slot to the next bucket if unclaimed
 }
 
-func newCapacity(up Upstreams, sched *fairshare.Scheduler, mode CapacityMode, reserve int, q *Queue, p Pacer) *capacity {
-	c := &capacity{up: up, sched: sched, mode: mode, reserve: reserve, wait: capacityWaitBroker,
-		backlog: q.Backlog, pace: p.Interval, grants: map[policy.Key][]*grant{}, parked: map[policy.Key]bool{}}
+func newCapacity(cfg ConsumerConfig, q *Queue) *capacity {
+	c := &capacity{up: cfg.Upstreams, sched: cfg.Fairness, mode: cfg.Capacity, reserve: cfg.Reserve,
+		headroom: cfg.Headroom, wait: capacityWaitBroker,
+		backlog: q.Backlog, pace: cfg.Pacer.Interval, grants: map[policy.Key][]*grant{}, parked: map[policy.Key]bool{}}
 	if q.Wakeable() {
 		c.wake, c.wait = q.Wake, capacityWaitWakeable
 	}
 	c.hold = c.wait + grantHoldMargin
-	if mode == CapacityFair {
-		up.OnFree(c.grantFree)
+	if c.mode == CapacityFair {
+		c.up.OnFree(c.grantFree)
 	}
 	return c
 }
@@ -117,14 +121,26 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 	if s, ok := c.claim(k); ok {
 		return s, true, false
 	}
-	if c.mode == CapacityPoll || !c.sched.Waiting(k.Model) && c.mayTake(k, band) {
+	if c.mode == CapacityPoll {
+		if s, ok := c.up.TryAcquire(k.Model); ok {
+			return s, true, false
+		}
+		c.sched.Compete(k, weight, time.Now())
+		return nil, false, false
+	}
+	access := c.access(k, band)
+	if access != fairshare.AccessWait && !c.sched.Waiting(k.Model) && c.mayTake(k, band) {
 		if s, ok := c.up.TryAcquire(k.Model); ok {
 			return s, true, false
 		}
 	}
-	if c.mode == CapacityPoll {
-		c.sched.Compete(k, weight, time.Now())
-		return nil, false, false
+	if access == fairshare.AccessHeadroom && !c.sched.Waits(k) {
+		// Owed capacity: past the buckets waiting (they are above their
+		// share, or they would be owed it too and be served first by
+		// grantFree) and into the headroom if need be.
+		if s, ok := c.up.TryAcquireHeadroom(k.Model); ok {
+			return s, true, false
+		}
 	}
 	c.mu.Lock()
 	c.sched.Join(k, band, weight, time.Now())
@@ -150,6 +166,28 @@ func (c *capacity) mayTake(k policy.Key, band int) bool {
 	}
 	free, total := c.up.Free(k.Model)
 	return free > c.reserve || c.sched.Entitled(k, band, total, time.Now())
+}
+
+// access is what k may take of its model's slots (see
+// [fairshare.Scheduler.Access]); band < 0 means k's band in the wait set.
+// Without headroom every bucket may take a slot within the limits.
+func (c *capacity) access(k policy.Key, band int) fairshare.Access {
+	if c.headroom <= 0 {
+		return fairshare.AccessLimit
+	}
+	_, total := c.up.Free(k.Model)
+	return c.sched.Access(k, band, total, c.headroom, time.Now())
+}
+
+// take takes a slot for the waiting bucket k, as much as it may.
+func (c *capacity) take(k policy.Key) (Slot, bool) {
+	switch c.access(k, -1) {
+	case fairshare.AccessHeadroom:
+		return c.up.TryAcquireHeadroom(k.Model)
+	case fairshare.AccessLimit:
+		return c.up.TryAcquire(k.Model)
+	}
+	return nil, false
 }
 
 // pick is the waiting bucket the next free slot of models goes to: the
@@ -272,7 +310,10 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 		if !ok {
 			return k, false
 		}
-		s, ok := c.up.TryAcquire(k.Model)
+		s, ok := c.take(k)
+		if !ok && c.headroom > 0 {
+			k, s, ok = c.grantOwed(k.Model)
+		}
 		if !ok {
 			*models = without(*models, k.Model)
 			continue
@@ -282,6 +323,19 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 		return k, true
 	}
 	return policy.Key{}, false
+}
+
+// grantOwed takes a slot, the headroom included, for the waiting
+// bucket of model owed capacity that is owed the most: the bucket the
+// fair order picked may not take one. Requires mu held.
+func (c *capacity) grantOwed(model string) (policy.Key, Slot, bool) {
+	_, total := c.up.Free(model)
+	k, ok := c.sched.BestOwed(model, total, c.headroom, time.Now())
+	if !ok {
+		return policy.Key{Model: model}, nil, false
+	}
+	s, ok := c.up.TryAcquireHeadroom(model)
+	return k, s, ok
 }
 
 // hand reserves slot s for k. A bucket with more requests queued than

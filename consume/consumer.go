@@ -56,6 +56,15 @@ type ConsumerConfig struct {
 	// slots while only buckets above their share wait. Zero (the default)
 	// keeps the pool work-conserving: no slot waits while a bucket does.
 	Reserve int
+	// Headroom is how many requests of a model may run, in fair mode,
+	// beyond its upstreams' concurrency limits (each upstream must allow
+	// as much: upstream.UpstreamConfig.Headroom), and only for buckets
+	// owed capacity: the high band, or a bucket below its weighted share
+	// of the model's slots. It also keeps, up to that many, the slots owed
+	// to buckets below their share that pause between requests, so that
+	// their next request starts at once (fairshare.Scheduler.Access).
+	// Zero (the default) keeps the pool work-conserving within its limits.
+	Headroom int
 	// Observer receives metrics hooks. Nil means none.
 	Observer Observer
 	// Logger receives panics. Nil means slog.Default().
@@ -115,7 +124,7 @@ func NewConsumer(cfg ConsumerConfig) *Consumer {
 	if !c.q.Wakeable() {
 		c.maxSuspend = max(maxSuspendWithoutWake, c.minSuspend)
 	}
-	c.cap = newCapacity(cfg.Upstreams, cfg.Fairness, cfg.Capacity, cfg.Reserve, c.q, cfg.Pacer)
+	c.cap = newCapacity(cfg, c.q)
 	c.q.onIdle = cfg.Fairness.Idle
 	return c
 }

@@ -32,7 +32,10 @@ func (*fakeBackend) Close(context.Context) (Leftover, error)  { return Leftover{
 func (b *fakeBackend) MinSuspend() time.Duration              { return b.min }
 func (*fakeBackend) Ready(context.Context) error              { return nil }
 func (f *fakeUpstreams) TryAcquire(model string) (Slot, bool) { return f.acquire(model) }
-func (f *fakeUpstreams) OnFree(fn func([]string))             { f.onFree = fn }
+func (f *fakeUpstreams) TryAcquireHeadroom(string) (Slot, bool) {
+	return f.acquireUpTo(f.limit + f.headroom)
+}
+func (f *fakeUpstreams) OnFree(fn func([]string)) { f.onFree = fn }
 func (f *fakeUpstreams) Free(string) (int, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -68,6 +71,7 @@ type fakeUpstreams struct {
 	mu       sync.Mutex
 	full     bool
 	limit    int
+	headroom int // beyond limit, for TryAcquireHeadroom
 	inUse    int
 	acquired int
 	released atomic.Int32
@@ -76,10 +80,13 @@ type fakeUpstreams struct {
 	do       func(ctx context.Context, req *Request, emit func(Event) error) error
 }
 
-func (f *fakeUpstreams) acquire(string) (Slot, bool) {
+func (f *fakeUpstreams) acquire(string) (Slot, bool) { return f.acquireUpTo(f.limit) }
+
+// acquireUpTo takes a slot if fewer than limit are in use (0: no limit).
+func (f *fakeUpstreams) acquireUpTo(limit int) (Slot, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.full || f.limit > 0 && f.inUse >= f.limit {
+	if f.full || limit > 0 && f.inUse >= limit {
 		return nil, false
 	}
 	f.acquired++
@@ -153,12 +160,18 @@ func newRig(minSuspend time.Duration, pacer fakePacer) *rig {
 }
 
 func newRigOn(b Backend, pacer fakePacer, mode CapacityMode) *rig {
+	return newRigWith(b, pacer, func(c *ConsumerConfig) { c.Capacity = mode })
+}
+
+// newRigWith is newRigOn with the consumer's config changed by set.
+func newRigWith(b Backend, pacer fakePacer, set func(*ConsumerConfig)) *rig {
 	r := &rig{b: b, q: NewQueue(b, ""), up: &fakeUpstreams{}, obs: &recorder{}, key: policy.Key{Tenant: "acme", Model: "m"}}
 	if pacer == nil {
 		pacer = func(policy.Key, float64) time.Duration { return 0 }
 	}
-	r.c = NewConsumer(ConsumerConfig{Queue: r.q, Pacer: pacer, Upstreams: r.up, Capacity: mode,
-		Observer: r.obs, Logger: quietLog})
+	cfg := ConsumerConfig{Queue: r.q, Pacer: pacer, Upstreams: r.up, Observer: r.obs, Logger: quietLog}
+	set(&cfg)
+	r.c = NewConsumer(cfg)
 	return r
 }
 

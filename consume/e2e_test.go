@@ -74,9 +74,10 @@ func (p *exactPacer) AcquireOrSuspend(k policy.Key, cost float64) time.Duration 
 // instantUpstreams always has capacity and answers with an empty body.
 type instantUpstreams struct{}
 
-func (instantUpstreams) TryAcquire(string) (consume.Slot, bool) { return instantSlot{}, true }
-func (instantUpstreams) OnFree(func([]string))                  {}
-func (instantUpstreams) Free(string) (int, int)                 { return 1, 1 }
+func (instantUpstreams) TryAcquire(string) (consume.Slot, bool)             { return instantSlot{}, true }
+func (u instantUpstreams) TryAcquireHeadroom(m string) (consume.Slot, bool) { return u.TryAcquire(m) }
+func (instantUpstreams) OnFree(func([]string))                              {}
+func (instantUpstreams) Free(string) (int, int)                             { return 1, 1 }
 
 type instantSlot struct{}
 

@@ -112,7 +112,7 @@ func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
 	if !c.goInvoke(func() { c.invoke(p, slot, m) }) {
 		slot.Release()
 		m.end()
-		c.cfg.Fairness.Done(k)
+		c.ended(k)
 		p.Send(Event{Kind: EventError, Err: ErrConsumerClosed})
 	}
 	return Success()
@@ -124,7 +124,7 @@ func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
 // metered into the bucket's fair share as it streams.
 func (c *Consumer) invoke(p *Pending, slot Slot, m *meter) {
 	k := p.Req.Key
-	defer c.cfg.Fairness.Done(k)
+	defer c.ended(k)
 	defer m.end()
 	defer func() {
 		if v := recover(); v != nil {
@@ -142,6 +142,17 @@ func (c *Consumer) invoke(p *Pending, slot Slot, m *meter) {
 		return
 	}
 	p.Send(Event{Kind: EventDone})
+}
+
+// ended records that one request of k left the pool. With headroom, the
+// room the gate keeps for buckets below their share depends on how many
+// requests run, which counts this end only now (the slot was released
+// first): a slot it refused a moment ago may be grantable.
+func (c *Consumer) ended(k policy.Key) {
+	c.cfg.Fairness.Done(k, time.Now())
+	if c.cap.headroom > 0 {
+		c.cap.grantFree([]string{k.Model})
+	}
 }
 
 func (c *Consumer) panicked(k policy.Key, id string, v any) {

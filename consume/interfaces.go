@@ -27,8 +27,13 @@ type Upstreams interface {
 	// blocking. It returns false when every such upstream is at its
 	// concurrency limit or down.
 	TryAcquire(model string) (Slot, bool)
+	// TryAcquireHeadroom is TryAcquire with each upstream's headroom (room
+	// beyond its concurrency limit) counted as free. Only the fair-share
+	// gate calls it, for a bucket below its share of the model's slots.
+	TryAcquireHeadroom(model string) (Slot, bool)
 	// Free reports the free and total slots of the available upstreams
-	// serving model.
+	// serving model, within their concurrency limits (headroom not
+	// counted).
 	Free(model string) (free, total int)
 	// OnFree installs f, called with the models of an upstream whenever
 	// capacity may have freed on it (a slot was released, the upstream

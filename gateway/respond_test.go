@@ -35,9 +35,10 @@ type scriptedUpstreams struct {
 	ended chan error
 }
 
-func (u *scriptedUpstreams) TryAcquire(string) (consume.Slot, bool) { return scriptedSlot{u}, !u.full }
-func (u *scriptedUpstreams) OnFree(func([]string))                  {}
-func (u *scriptedUpstreams) Free(string) (int, int)                 { return 1, 1 }
+func (u *scriptedUpstreams) TryAcquire(string) (consume.Slot, bool)           { return scriptedSlot{u}, !u.full }
+func (u *scriptedUpstreams) TryAcquireHeadroom(m string) (consume.Slot, bool) { return u.TryAcquire(m) }
+func (u *scriptedUpstreams) OnFree(func([]string))                            {}
+func (u *scriptedUpstreams) Free(string) (int, int)                           { return 1, 1 }
 
 type scriptedSlot struct{ u *scriptedUpstreams }
 

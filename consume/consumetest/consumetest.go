@@ -100,6 +100,7 @@ func (p waitPacer) Interval(policy.Key) time.Duration { return time.Duration(p) 
 
 type noUpstreams struct{}
 
-func (noUpstreams) TryAcquire(string) (consume.Slot, bool) { return nil, false }
-func (noUpstreams) OnFree(func([]string))                  {}
-func (noUpstreams) Free(string) (int, int)                 { return 0, 0 }
+func (noUpstreams) TryAcquire(string) (consume.Slot, bool)         { return nil, false }
+func (noUpstreams) TryAcquireHeadroom(string) (consume.Slot, bool) { return nil, false }
+func (noUpstreams) OnFree(func([]string))                          {}
+func (noUpstreams) Free(string) (int, int)                         { return 0, 0 }

@@ -76,14 +76,11 @@ func (s *Scheduler) entitled(f *flow, total int, active float64) bool {
 	return float64(f.running) < float64(total)*f.weight/active
 }
 
-// activeWeight sums the weights of model's buckets that wait for or use
-// its slots. Requires mu held; a pass over the flows.
+// activeWeight is the sum of the weights of model's buckets that wait
+// for or use its slots. Requires mu held.
 func (s *Scheduler) activeWeight(model string) float64 {
-	var w float64
-	for _, f := range s.flows {
-		if f.key.Model == model && (f.hidx >= 0 || f.running > 0) {
-			w += f.weight
-		}
+	if m := s.models[model]; m != nil {
+		return m.active
 	}
-	return w
+	return 0
 }

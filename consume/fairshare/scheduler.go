@@ -20,11 +20,13 @@ const DefaultHalfLife = 10 * time.Second
 // Make it with [New].
 type Scheduler struct {
 	halfLife float64 // seconds
+	window   int64   // ns a bucket stays recent after its last request: see [DefaultActiveWindow]
 
 	mu     sync.Mutex
 	models map[string]*model
 	flows  map[policy.Key]*flow
 	seq    uint64 // join order, the tie-break between equal counters
+	clock  int64  // the latest time any call passed in, unix ns
 }
 
 // model is one model's wait sets, one min-heap per band.
@@ -33,6 +35,13 @@ type model struct {
 	floor  [NumBands]float64 // counter of the last flow granted in each band
 	grants [NumBands]uint64
 	seen   [NumBands]int64 // unix ns a bucket of each band last joined or started
+	// active is the sum of the weights of the model's active flows, those
+	// that wait for or use its slots, and nActive their number: kept as
+	// flows change, so that a share is O(1) with thousands of buckets.
+	active  float64
+	nActive int
+	running int                // requests of the model started and not done
+	members map[*flow]struct{} // the model's flows
 }
 
 // flow is one bucket as the scheduler sees it.
@@ -53,6 +62,7 @@ type flow struct {
 	recent   float64 // weighted service, decayed with the half-life
 	decayAt  int64   // unix ns of the last decay
 	waitedAt int64   // unix ns when it last waited: it competed for the pool
+	seenAt   int64   // unix ns of its last join, start or end: see recentAt
 }
 
 // New returns a Scheduler whose shares and fairness figure forget with
@@ -61,13 +71,14 @@ func New(halfLife time.Duration) *Scheduler {
 	if halfLife <= 0 {
 		halfLife = DefaultHalfLife
 	}
-	return &Scheduler{halfLife: halfLife.Seconds(), models: map[string]*model{}, flows: map[policy.Key]*flow{}}
+	return &Scheduler{halfLife: halfLife.Seconds(), window: int64(DefaultActiveWindow),
+		models: map[string]*model{}, flows: map[policy.Key]*flow{}}
 }
 
 func (s *Scheduler) model(name string) *model {
 	m := s.models[name]
 	if m == nil {
-		m = &model{}
+		m = &model{members: map[*flow]struct{}{}}
 		s.models[name] = m
 	}
 	return m
@@ -78,8 +89,16 @@ func (s *Scheduler) flow(k policy.Key) *flow {
 	if f == nil {
 		f = &flow{key: k, band: 1, weight: 1, hidx: -1}
 		s.flows[k] = f
+		s.model(k.Model).members[f] = struct{}{}
 	}
 	return f
+}
+
+// see records that f used or asked for the pool at now (unix ns).
+// Requires mu held.
+func (s *Scheduler) see(f *flow, now int64) {
+	f.seenAt = max(f.seenAt, now)
+	s.clock = max(s.clock, now)
 }
 
 // Join puts bucket k in its model's wait set, in band (0 = high) with
@@ -98,11 +117,14 @@ func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) 
 	defer s.mu.Unlock()
 	f := s.flow(k)
 	f.waitedAt = now.UnixNano()
+	s.see(f, now.UnixNano())
 	if f.hidx >= 0 {
 		return false
 	}
 	m := s.model(k.Model)
 	m.seen[band] = now.UnixNano()
+	m.leave(f)
+	defer m.enter(f)
 	f.band, f.weight = band, weight
 	if !f.backlogged { // a return from idleness: lifted, banking nothing
 		f.counter = max(f.counter, m.floor[band])
@@ -127,7 +149,10 @@ func (s *Scheduler) Rejoin(k policy.Key) bool {
 	}
 	s.seq++
 	f.seq = s.seq
-	s.model(k.Model).heaps[f.band].push(f)
+	m := s.model(k.Model)
+	m.leave(f)
+	m.heaps[f.band].push(f)
+	m.enter(f)
 	return true
 }
 
@@ -154,7 +179,10 @@ func (s *Scheduler) Leave(k policy.Key) {
 	if f == nil || f.hidx < 0 {
 		return
 	}
-	s.models[k.Model].heaps[f.band].remove(f.hidx)
+	m := s.models[k.Model]
+	m.leave(f)
+	m.heaps[f.band].remove(f.hidx)
+	m.enter(f)
 	s.forget(f)
 }
 
@@ -167,6 +195,14 @@ func (s *Scheduler) Idle(k policy.Key) {
 		f.backlogged = false
 		s.forget(f)
 	}
+}
+
+// Waits reports whether bucket k is in its model's wait set.
+func (s *Scheduler) Waits(k policy.Key) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flows[k]
+	return f != nil && f.hidx >= 0
 }
 
 // Waiting reports whether any bucket of model waits for a slot.
@@ -228,7 +264,9 @@ func (s *Scheduler) Grant(k policy.Key) bool {
 		return false
 	}
 	m := s.models[k.Model]
+	m.leave(f)
 	m.heaps[f.band].remove(f.hidx)
+	m.enter(f)
 	m.floor[f.band] = max(m.floor[f.band], f.counter)
 	m.grants[f.band]++
 	return true
@@ -240,8 +278,13 @@ func (s *Scheduler) Start(k policy.Key, promptTokens float64, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.flow(k)
+	m := s.model(k.Model)
+	m.leave(f)
 	f.running++
-	s.model(k.Model).seen[f.band] = now.UnixNano()
+	m.running++
+	m.enter(f)
+	m.seen[f.band] = now.UnixNano()
+	s.see(f, now.UnixNano())
 	s.charge(f, promptTokens, now)
 	s.fix(f)
 }
@@ -269,12 +312,19 @@ func (s *Scheduler) charge(f *flow, tokens float64, now time.Time) {
 	s.fix(f)
 }
 
-// Done records that one request of k left the pool.
-func (s *Scheduler) Done(k policy.Key) {
+// Done records that one request of k left the pool at now.
+func (s *Scheduler) Done(k policy.Key, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f := s.flows[k]; f != nil {
-		f.running = max(f.running-1, 0)
+		m := s.models[k.Model]
+		m.leave(f)
+		if f.running > 0 {
+			f.running--
+			m.running--
+		}
+		m.enter(f)
+		s.see(f, now.UnixNano())
 		s.fix(f)
 		s.forget(f)
 	}
@@ -289,17 +339,47 @@ func (s *Scheduler) fix(f *flow) {
 }
 
 // forget drops a flow that holds nothing the scheduler needs: not
-// waiting, nothing running, and a counter no higher than its band's
-// floor, to which it would be lifted on return anyway. Requires mu held.
+// waiting, nothing running, not recent (see [Scheduler.Access]), and a
+// counter no higher than its band's floor, to which it would be lifted on
+// return anyway. A flow kept only because it is recent is dropped by a
+// later pass over the model's flows (Access, BestOwed, Models). Requires
+// mu held.
 func (s *Scheduler) forget(f *flow) {
-	if f.hidx >= 0 || f.running > 0 || f.backlogged {
+	if f.hidx >= 0 || f.running > 0 || f.backlogged || s.recentAt(f, s.clock) {
 		return
 	}
-	if m := s.models[f.key.Model]; m != nil && f.counter > m.floor[f.band] {
+	m := s.models[f.key.Model]
+	if m != nil && f.counter > m.floor[f.band] {
 		return
 	}
 	delete(s.flows, f.key)
+	if m != nil {
+		delete(m.members, f)
+	}
 }
+
+// leave takes f out of m's active sums before a change to it; enter
+// puts it back after the change if it is active then. Requires mu held.
+func (m *model) leave(f *flow) {
+	if !f.active() {
+		return
+	}
+	m.nActive--
+	m.active -= f.weight
+	if m.nActive == 0 {
+		m.active = 0 // no float residue once nothing is active
+	}
+}
+
+func (m *model) enter(f *flow) {
+	if f.active() {
+		m.nActive++
+		m.active += f.weight
+	}
+}
+
+// active reports whether f waits for or uses its model's slots.
+func (f *flow) active() bool { return f.hidx >= 0 || f.running > 0 }
 
 // decay brings recent to now.
 func (f *flow) decay(now int64, halfLife float64) {

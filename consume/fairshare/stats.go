@@ -62,6 +62,7 @@ func (s *Scheduler) Models(now time.Time) []ModelStat {
 	t := now.UnixNano()
 	out := make([]ModelStat, 0, len(s.models))
 	for name, m := range s.models {
+		s.recentWeight(m, t) // forgets the buckets no longer needed
 		ms := ModelStat{Model: name, Grants: m.grants, Jain: 1}
 		for b := range m.heaps {
 			ms.Waiting[b] = len(m.heaps[b])

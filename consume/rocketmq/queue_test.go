@@ -32,6 +32,9 @@ func (p *gatePool) TryAcquire(string) (consume.Slot, bool) {
 	return &gateSlot{p: p}, true
 }
 
+// TryAcquireHeadroom: this pool has no headroom.
+func (p *gatePool) TryAcquireHeadroom(m string) (consume.Slot, bool) { return p.TryAcquire(m) }
+
 func (p *gatePool) Free(string) (int, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -36,6 +36,11 @@ type UpstreamConfig struct {
 	URL string
 	// MaxConcurrency bounds the requests in flight to it. Default 64.
 	MaxConcurrency int
+	// Headroom is how many requests it may run beyond MaxConcurrency
+	// when the caller asks for headroom (TryAcquireHeadroom): room the
+	// server has that only the fair-share gate hands out, to buckets
+	// below their share. Default 0; negative is an error.
+	Headroom int
 	// Models it serves. Empty: discovered from GET /v1/models at Start
 	// and refreshed by the prober.
 	Models []string
@@ -62,6 +67,7 @@ type UpstreamStat struct {
 	URL            string
 	InFlight       int
 	MaxConcurrency int
+	Headroom       int
 	Healthy        bool
 	Errors         uint64    // failures counted against it (transport errors, 5xx, failed probes)
 	DownUntil      time.Time // zero while healthy
@@ -95,6 +101,9 @@ func (c Config) withDefaults() (Config, error) {
 		seen[base] = true
 		if u.MaxConcurrency < 0 {
 			return c, fmt.Errorf("upstream: %s: negative MaxConcurrency", base)
+		}
+		if u.Headroom < 0 {
+			return c, fmt.Errorf("upstream: %s: negative Headroom", base)
 		}
 		if u.IdleTimeout < 0 {
 			return c, fmt.Errorf("upstream: %s: negative IdleTimeout", base)

@@ -37,10 +37,11 @@ type Pool struct {
 
 // upstream is one server; fields below the line are guarded by Pool.mu.
 type upstream struct {
-	url     string
-	max     int
-	dynamic bool          // models come from /v1/models
-	idle    time.Duration // a stream silent this long is stalled; 0 = no limit
+	url      string
+	max      int
+	headroom int           // slots beyond max, for TryAcquireHeadroom only
+	dynamic  bool          // models come from /v1/models
+	idle     time.Duration // a stream silent this long is stalled; 0 = no limit
 
 	models    []string // sorted
 	inFlight  int
@@ -64,9 +65,9 @@ func NewPool(cfg Config) (*Pool, error) {
 	for _, u := range cfg.Upstreams {
 		models := slices.Clone(u.Models)
 		slices.Sort(models)
-		p.ups = append(p.ups, &upstream{url: u.URL, max: u.MaxConcurrency, idle: u.IdleTimeout, dynamic: len(u.Models) == 0,
+		p.ups = append(p.ups, &upstream{url: u.URL, max: u.MaxConcurrency, headroom: u.Headroom, idle: u.IdleTimeout, dynamic: len(u.Models) == 0,
 			models: slices.Compact(models), healthy: true})
-		maxConc = max(maxConc, u.MaxConcurrency)
+		maxConc = max(maxConc, u.MaxConcurrency+u.Headroom)
 	}
 	rt := cfg.Transport
 	if rt == nil {
@@ -84,12 +85,20 @@ func NewPool(cfg Config) (*Pool, error) {
 // slot on the available upstream serving model with the fewest requests
 // in flight, or returns false at once.
 func (p *Pool) TryAcquire(model string) (consume.Slot, bool) {
-	s := p.acquire(model, nil)
+	s := p.acquire(model, nil, false)
 	return s, s != nil
 }
 
-// acquire picks an upstream other than skip; nil if none has room.
-func (p *Pool) acquire(model string, skip *upstream) *slot {
+// TryAcquireHeadroom implements [consume.Upstreams.TryAcquireHeadroom]:
+// TryAcquire with each upstream's headroom counted as room.
+func (p *Pool) TryAcquireHeadroom(model string) (consume.Slot, bool) {
+	s := p.acquire(model, nil, true)
+	return s, s != nil
+}
+
+// acquire picks an upstream other than skip, counting its headroom when
+// headroom is true; nil if none has room.
+func (p *Pool) acquire(model string, skip *upstream, headroom bool) *slot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -97,7 +106,7 @@ func (p *Pool) acquire(model string, skip *upstream) *slot {
 	n := len(p.ups)
 	for i := range n {
 		u := p.ups[(p.next+i)%n]
-		if u == skip || u.inFlight >= u.max || !u.available(now) || !u.serves(model) {
+		if u == skip || u.inFlight >= u.limit(headroom) || !u.available(now) || !u.serves(model) {
 			continue
 		}
 		if best == nil || u.inFlight < best.inFlight {
@@ -109,7 +118,16 @@ func (p *Pool) acquire(model string, skip *upstream) *slot {
 	}
 	p.next++
 	best.inFlight++
-	return &slot{p: p, u: best}
+	return &slot{p: p, u: best, headroom: headroom}
+}
+
+// limit is how many requests u may run: its max, plus its headroom when
+// the caller may use it.
+func (u *upstream) limit(headroom bool) int {
+	if headroom {
+		return u.max + u.headroom
+	}
+	return u.max
 }
 
 func (p *Pool) release(u *upstream) {
@@ -205,7 +223,7 @@ func (p *Pool) Stats() []UpstreamStat {
 	defer p.mu.Unlock()
 	out := make([]UpstreamStat, 0, len(p.ups))
 	for _, u := range p.ups {
-		out = append(out, UpstreamStat{URL: u.url, InFlight: u.inFlight, MaxConcurrency: u.max,
+		out = append(out, UpstreamStat{URL: u.url, InFlight: u.inFlight, MaxConcurrency: u.max, Headroom: u.headroom,
 			Healthy: u.healthy, Errors: u.errors, DownUntil: u.downUntil, Models: slices.Clone(u.models)})
 	}
 	return out

@@ -18,6 +18,7 @@ import (
 type slot struct {
 	p        *Pool
 	u        *upstream
+	headroom bool // taken by TryAcquireHeadroom: a retry may use headroom too
 	used     atomic.Bool
 	released atomic.Bool
 }
@@ -51,7 +52,7 @@ func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.E
 		if !retry || attempt > 1 || ctx.Err() != nil {
 			return err
 		}
-		next := s.p.acquire(req.Key.Model, cur.u)
+		next := s.p.acquire(req.Key.Model, cur.u, s.headroom)
 		if next == nil {
 			return err
 		}

@@ -83,6 +83,7 @@ func New(cfg *config.File, opts Options) (*App, error) {
 	a.Consumer = consume.NewConsumer(consume.ConsumerConfig{
 		Queue: a.Queue, Pacer: a.Pacer, Upstreams: a.Pool, Fairness: a.fairness,
 		Capacity: capacityMode(cfg), CompletionWeight: cfg.Fairness.CompletionWeight, Reserve: cfg.Fairness.Reserve,
+		Headroom: cfg.Fairness.Headroom,
 		Observer: opts.ConsumerObserver, Logger: logger,
 	})
 	// A rate change reaches requests already queued: suspended buckets
@@ -109,7 +110,8 @@ func New(cfg *config.File, opts Options) (*App, error) {
 func newPool(cfg *config.File, logger *slog.Logger, obs upstream.Observer) (*upstream.Pool, error) {
 	ups := make([]upstream.UpstreamConfig, 0, len(cfg.Upstreams))
 	for _, u := range cfg.Upstreams {
-		ups = append(ups, upstream.UpstreamConfig{URL: u.URL, MaxConcurrency: u.MaxConcurrency, Models: u.Models,
+		ups = append(ups, upstream.UpstreamConfig{URL: u.URL, MaxConcurrency: u.MaxConcurrency,
+			Headroom: cfg.Fairness.Headroom, Models: u.Models,
 			IdleTimeout: durationOr0(u.IdleTimeout)})
 	}
 	return upstream.NewPool(upstream.Config{Upstreams: ups, Logger: logger, Observer: obs})

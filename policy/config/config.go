@@ -182,8 +182,15 @@ type FairnessSpec struct {
 	// the high band and tenants below their weighted share of the model's
 	// slots; 0 (the default) keeps the pool work-conserving. See the
 	// README's "Fair share of a saturated pool".
-	Reserve int       `yaml:"reserve"`
-	Bands   BandsSpec `yaml:"bands"`
+	Reserve int `yaml:"reserve"`
+	// Headroom is how many requests of a model may run beyond its
+	// upstreams' max_concurrency, only for tenants of the high band and
+	// tenants below their weighted share; up to as many slots are kept
+	// for such tenants that pause between requests. 0 (the default)
+	// keeps the pool work-conserving within max_concurrency. See the
+	// README's "Fair share of a saturated pool".
+	Headroom int       `yaml:"headroom"`
+	Bands    BandsSpec `yaml:"bands"`
 }
 
 // Fairness modes.

@@ -225,6 +225,9 @@ func (s *FairnessSpec) validate(p *problems) {
 	if s.Reserve < 0 {
 		p.add("fairness.reserve", "must be >= 0")
 	}
+	if s.Headroom < 0 {
+		p.add("fairness.headroom", "must be >= 0")
+	}
 	for _, b := range s.Bands.named() {
 		if b.spec.MaxWait < 0 {
 			p.add("fairness.bands."+b.name+".max_wait", "must be >= 0")

@@ -1,0 +1,156 @@
+package fairshare
+
+import (
+	"math"
+	"time"
+
+	"github.com/pacegate/pacegate/policy"
+)
+
+// DefaultActiveWindow is how long a bucket stays recent after it last
+// joined a wait set, started a request or ended one: long enough to cover
+// a client's pause between an answer and its next request, so that the
+// room it is owed is kept while it reads.
+const DefaultActiveWindow = time.Second
+
+// Access is what a bucket may take of a saturated model's slots; see
+// [Scheduler.Access].
+type Access uint8
+
+const (
+	// AccessWait: nothing now; wait in the wait set for a grant.
+	AccessWait Access = iota
+	// AccessLimit: a slot within the upstreams' concurrency limits.
+	AccessLimit
+	// AccessHeadroom: a slot within the limits or, failing that, in the
+	// headroom beyond them.
+	AccessHeadroom
+)
+
+// Access decides what bucket k may take of its model's slots now, when
+// the model's upstreams have total slots within their limits and the
+// gateway may run headroom more beyond them. band is k's band, or < 0 for
+// the band of its last Join.
+//
+// A bucket that is owed capacity (the high band, or a bucket running
+// fewer requests than its weighted share of total among the model's
+// recent buckets, with no higher band recent) may take any slot, the
+// headroom included, up to total+headroom requests of the model. Any
+// other bucket may take a slot within the limits only while the model's
+// running requests plus the slots still owed to its other recent buckets
+// stay below total+headroom: that room is kept for a bucket below its
+// share that pauses between requests, so that its next request starts at
+// once instead of waiting for a long generation to end. With headroom 0
+// there is no such guard and every bucket not owed gets AccessLimit: the
+// pool is work-conserving.
+//
+// It takes a pass over the model's buckets when k is not owed.
+func (s *Scheduler) Access(k policy.Key, band, total, headroom int, now time.Time) Access {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := now.UnixNano()
+	s.clock = max(s.clock, t)
+	m, f := s.models[k.Model], s.flows[k]
+	if m == nil { // nothing runs
+		return AccessHeadroom
+	}
+	if f == nil { // a bucket new to the model, of weight 1 until it joins
+		f = &flow{key: k, band: max(band, 0), weight: 1, hidx: -1}
+	}
+	if band < 0 {
+		band = f.band
+	}
+	sum := s.recentWeight(m, t)
+	if _, known := m.members[f]; !known {
+		sum += f.weight
+	}
+	if band == 0 || !s.higherBandSeen(k.Model, band, t) && owes(f, total, sum) {
+		return headroomIf(m.running < total+headroom)
+	}
+	if headroom <= 0 || float64(m.running)+s.owedExcept(m, f, total, sum, t) < float64(total+headroom) {
+		return AccessLimit
+	}
+	return AccessWait
+}
+
+func headroomIf(room bool) Access {
+	if room {
+		return AccessHeadroom
+	}
+	return AccessLimit
+}
+
+// BestOwed is the waiting bucket of model, in band order and then by
+// [Scheduler.Best]'s order, that is owed capacity as [Scheduler.Access]
+// defines it, while the model runs fewer than total+headroom requests.
+// It scans the model's wait sets.
+func (s *Scheduler) BestOwed(model string, total, headroom int, now time.Time) (policy.Key, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := now.UnixNano()
+	m := s.models[model]
+	if m == nil || m.running >= total+headroom {
+		return policy.Key{}, false
+	}
+	sum := s.recentWeight(m, t)
+	for b := range NumBands {
+		if b > 0 && s.higherBandSeen(model, b, t) {
+			continue
+		}
+		var top *flow
+		for _, f := range m.heaps[b] {
+			if (top == nil || f.before(top)) && (b == 0 || owes(f, total, sum)) {
+				top = f
+			}
+		}
+		if top != nil {
+			return top.key, true
+		}
+	}
+	return policy.Key{}, false
+}
+
+// owes reports whether one more request of f would stay within its
+// weighted share of total, where sum is the weight of the model's recent
+// buckets. A share's fraction is not owed: the fair order decides who
+// gets the slots it leaves (otherwise a bucket of share 1.1 would be owed
+// a second slot, and a bucket of share 2.3 a third).
+func owes(f *flow, total int, sum float64) bool {
+	return sum <= 0 || float64(f.running+1) <= share(f, total, sum)+1e-9
+}
+
+func share(f *flow, total int, sum float64) float64 { return float64(total) * f.weight / sum }
+
+// recentAt reports whether f waits, runs, or was seen within the window
+// before t. Requires mu held.
+func (s *Scheduler) recentAt(f *flow, t int64) bool {
+	return f.active() || t-f.seenAt < s.window
+}
+
+// recentWeight sums the weights of m's recent buckets, and forgets the
+// buckets that are neither recent nor needed any more (see forget).
+// Requires mu held.
+func (s *Scheduler) recentWeight(m *model, t int64) float64 {
+	s.clock = max(s.clock, t)
+	var sum float64
+	for f := range m.members {
+		if s.recentAt(f, t) {
+			sum += f.weight
+		} else {
+			s.forget(f)
+		}
+	}
+	return sum
+}
+
+// owedExcept sums the slots m's recent buckets other than self are still
+// owed: their share of total beyond what they run. Requires mu held.
+func (s *Scheduler) owedExcept(m *model, self *flow, total int, sum float64, t int64) float64 {
+	var owed float64
+	for f := range m.members {
+		if f != self && s.recentAt(f, t) {
+			owed += max(math.Floor(share(f, total, sum)+1e-9)-float64(f.running), 0)
+		}
+	}
+	return owed
+}
