@@ -17,6 +17,7 @@ type Server struct {
 	mux     *http.ServeMux
 	started time.Time
 	aborts  chan Abort
+	store   *responseStore
 
 	requests, completed, aborted, failed atomic.Int64
 	promptTokens, genTokens              atomic.Int64
@@ -42,10 +43,14 @@ func New(cfg Config) *Server {
 		ttft:     cfg.TTFT,
 		itl:      cfg.ITL,
 		ruleSeen: make([]int, len(cfg.Faults)),
+		store:    newResponseStore(cfg.MaxStoredResponses),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.generate(true))
 	mux.HandleFunc("POST /v1/completions", s.generate(false))
+	mux.HandleFunc("POST /v1/responses", s.responses)
+	mux.HandleFunc("GET /v1/responses/{id}", s.getResponse)
+	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.cancelResponse)
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
 	mux.HandleFunc("GET /metrics", s.metrics)
