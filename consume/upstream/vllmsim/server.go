@@ -51,9 +51,13 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /v1/responses", s.responses)
 	mux.HandleFunc("GET /v1/responses/{id}", s.getResponse)
 	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.cancelResponse)
+	mux.HandleFunc("POST /v1/embeddings", s.embeddings)
+	mux.HandleFunc("POST /v1/messages", s.messages)
+	mux.HandleFunc("POST /v1/messages/count_tokens", s.countMessageTokens)
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
 	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("/", s.notFound)
 	s.mux = mux
 	return s
 }
