@@ -21,6 +21,7 @@ type embeddingsRequest struct {
 
 // embeddingsOut renders /v1/embeddings: one vector per input.
 type embeddingsOut struct {
+	unstreamed
 	j       *job
 	inputs  []string // each input's words, or its token ids, joined by spaces
 	dims    int
@@ -188,13 +189,6 @@ func (o *embeddingsOut) full() []byte {
 	b, _ := json.Marshal(resp) // plain structs always marshal
 	return b
 }
-
-// An embedding is never streamed.
-
-func (o *embeddingsOut) head() []frame                                 { return nil }
-func (o *embeddingsOut) token(int) []frame                             { return nil }
-func (o *embeddingsOut) tail() []frame                                 { return nil }
-func (o *embeddingsOut) writeError(w http.ResponseWriter, e *apiError) { e.write(w) }
 
 // mix64 is the SplitMix64 finaliser.
 func mix64(x uint64) uint64 {

@@ -25,7 +25,9 @@ func (s *Server) generate(chat bool) http.HandlerFunc {
 // and faults, rendered by j.out.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job) {
 	s.requests.Add(1)
-	s.promptTokens.Add(int64(j.promptTokens))
+	if !j.instant {
+		s.promptTokens.Add(int64(j.promptTokens))
+	}
 	flt, e := s.takeFault(r, j.body)
 	if e != nil {
 		j.out.writeError(w, e)
@@ -129,9 +131,11 @@ func (s *Server) complete(w http.ResponseWriter, ctx context.Context, j *job, fl
 	if flt.TruncatedJSON {
 		body = body[:len(body)/2]
 	}
-	if w.Header().Get("Content-Type") == "" {
-		w.Header().Set("Content-Type", "application/json")
+	ct := "application/json"
+	if j.contentType != "" {
+		ct = j.contentType
 	}
+	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	if _, err := w.Write(body); err != nil {
 		s.abort(j.id, false)

@@ -57,3 +57,12 @@ func (o chatOut) tail() []frame {
 func (o chatOut) full() []byte { return fullResponse(o.j) }
 
 func (o chatOut) writeError(w http.ResponseWriter, e *apiError) { e.write(w) }
+
+// unstreamed is embedded by the renderers of routes that never stream
+// and answer errors in the OpenAI shape.
+type unstreamed struct{}
+
+func (unstreamed) head() []frame                                 { return nil }
+func (unstreamed) token(int) []frame                             { return nil }
+func (unstreamed) tail() []frame                                 { return nil }
+func (unstreamed) writeError(w http.ResponseWriter, e *apiError) { e.write(w) }

@@ -29,7 +29,8 @@ type job struct {
 	includeUsage bool
 	body         []byte // the raw request, which Config.Faults rules match
 	out          renderer
-	instant      bool // takes no running slot and no time (tokenize)
+	instant      bool   // takes no running slot, no time and no prefill (tokenize)
+	contentType  string // of a non-streamed body; empty: application/json
 }
 
 type wireRequest struct {

@@ -54,6 +54,15 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /v1/embeddings", s.embeddings)
 	mux.HandleFunc("POST /v1/messages", s.messages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.countMessageTokens)
+	for _, p := range []string{"/rerank", "/v1/rerank", "/v2/rerank"} {
+		mux.HandleFunc("POST "+p, s.rerank)
+	}
+	mux.HandleFunc("POST /score", s.score)
+	mux.HandleFunc("POST /v1/score", s.score)
+	mux.HandleFunc("POST /tokenize", s.tokenize)
+	mux.HandleFunc("POST /detokenize", s.detokenize)
+	mux.HandleFunc("POST /v1/audio/transcriptions", s.audio(false))
+	mux.HandleFunc("POST /v1/audio/translations", s.audio(true))
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
 	mux.HandleFunc("GET /metrics", s.metrics)
