@@ -52,8 +52,10 @@ func RunCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	sim := New(cfg)
+	defer sim.Close()
 	srv := &http.Server{
-		Handler:           New(cfg),
+		Handler:           sim,
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		// In-flight requests see ctx end too, so they abort at once and

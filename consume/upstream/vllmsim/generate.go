@@ -24,6 +24,22 @@ func (s *Server) generate(chat bool) http.HandlerFunc {
 // run answers a validated job with the shared timing, slots, failures
 // and faults, rendered by j.out.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job) {
+	flt, f, ok := s.admit(w, r, j)
+	if !ok {
+		return
+	}
+	if j.stream {
+		s.stream(w, r.Context(), j, f.ResetAfterChunks, flt)
+	} else {
+		s.complete(w, r.Context(), j, flt)
+	}
+}
+
+// admit counts a validated job and applies what must happen before its
+// response starts: an injected status (answered here), a reset, slow
+// headers. It returns the job's fault and failure, and false when the
+// request was answered or abandoned.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, j *job) (Fault, Failure, bool) {
 	s.requests.Add(1)
 	if !j.instant {
 		s.promptTokens.Add(int64(j.promptTokens))
@@ -31,14 +47,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job) {
 	flt, e := s.takeFault(r, j.body)
 	if e != nil {
 		j.out.writeError(w, e)
-		return
+		return flt, Failure{}, false
 	}
 	f := s.takeFailure(r)
 	switch {
 	case flt.Status > 0 || f.StatusBeforeFirstByte > 0:
 		s.failed.Add(1)
 		j.out.writeError(w, statusError(max(flt.Status, f.StatusBeforeFirstByte)))
-		return
+		return flt, f, false
 	case f.ResetBeforeFirstByte, f.ResetAfterChunks > 0 && !j.stream:
 		s.failed.Add(1)
 		resetConn(w)
@@ -48,14 +64,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job) {
 	}
 	if flt.SlowHeaders > 0 && sleepUntil(r.Context(), time.Now().Add(flt.SlowHeaders)) != nil {
 		s.abort(j.id, true)
-		return
+		return flt, f, false
 	}
 	w.Header().Set("X-Request-Id", j.id)
-	if j.stream {
-		s.stream(w, r.Context(), j, f.ResetAfterChunks, flt)
-	} else {
-		s.complete(w, r.Context(), j, flt)
-	}
+	return flt, f, true
 }
 
 // stream sends a streamed response; resetAfter > 0 cuts the connection

@@ -23,12 +23,13 @@ type responsesRequest struct {
 
 // responsesOut renders a Responses API response and its named events.
 type responsesOut struct {
-	s       *Server
-	j       *job
-	req     responsesRequest
-	history int // input tokens that are not instructions, for a follow-up
-	store   bool
-	seq     int // next sequence_number
+	s          *Server
+	j          *job
+	req        responsesRequest
+	history    int // input tokens that are not instructions, for a follow-up
+	store      bool
+	background bool
+	seq        int // next sequence_number
 }
 
 // responses serves POST /v1/responses.
@@ -36,6 +37,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	o, e := s.parseResponses(r)
 	if e != nil {
 		e.write(w)
+		return
+	}
+	if o.background {
+		s.startBackground(w, r, o)
 		return
 	}
 	s.run(w, r, o.j)
@@ -58,11 +63,13 @@ func (s *Server) parseResponses(r *http.Request) (*responsesOut, *apiError) {
 	j.out = o
 	j.stream = req.Stream != nil && *req.Stream
 	j.respID = "resp_" + j.id
-	if req.Background != nil && *req.Background {
+	if o.background = req.Background != nil && *req.Background; o.background {
 		if !o.store {
 			return nil, badRequest("background can only be used when `store` is true", nil)
 		}
-		return nil, badRequest("background is not supported by the simulator", ptr("background"))
+		if j.stream {
+			return nil, badRequest("The simulator does not stream background responses.", ptr("stream"))
+		}
 	}
 	n, e := inputWords(req.Input)
 	if e != nil {
@@ -209,7 +216,7 @@ func (o *responsesOut) object(status string) *responseObject {
 		ID: j.respID, CreatedAt: j.created, Instructions: o.req.Instructions,
 		Metadata: o.req.Metadata, Model: unquote(j.model), Object: "response",
 		Output: []outputMessage{}, ParallelToolCalls: true, Temperature: json.RawMessage("1.0"),
-		ToolChoice: "auto", Tools: []struct{}{}, TopP: json.RawMessage("1.0"),
+		ToolChoice: "auto", Tools: []struct{}{}, TopP: json.RawMessage("1.0"), Background: o.background,
 		MaxOutputTokens: j.maxTokens, PreviousResponseID: o.req.PreviousResponseID,
 		ServiceTier: "auto", Status: status, Truncation: "disabled",
 	}
@@ -270,8 +277,10 @@ func (o *responsesOut) tail() []frame {
 	}
 }
 
-func (o *responsesOut) full() []byte {
-	b, _ := json.Marshal(o.object("completed")) // plain structs always marshal
+func (o *responsesOut) full() []byte { return o.objectJSON("completed") }
+
+func (o *responsesOut) objectJSON(status string) []byte {
+	b, _ := json.Marshal(o.object(status)) // plain structs always marshal
 	return b
 }
 
@@ -281,8 +290,13 @@ func (o *responsesOut) writeError(w http.ResponseWriter, e *apiError) { e.write(
 // form for GET and previous_response_id.
 func (o *responsesOut) finished() {
 	if o.store {
-		o.s.store.put(o.j.respID, storedResponse{body: o.full(), history: o.history + o.j.maxTokens})
+		o.s.store.put(o.j.respID, o.stored())
 	}
+}
+
+// stored is the finished response as the store keeps it.
+func (o *responsesOut) stored() storedResponse {
+	return storedResponse{body: o.full(), history: o.history + o.j.maxTokens}
 }
 
 // completionText is the whole completion of n tokens.

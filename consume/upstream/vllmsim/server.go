@@ -1,6 +1,7 @@
 package vllmsim
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,12 @@ type Server struct {
 	aborts  chan Abort
 	store   *responseStore
 
+	bgCtx    context.Context // ends background responses (Close)
+	bgCancel context.CancelFunc
+	bgMu     sync.Mutex // guards bgClosed and bg.Add; never held with mu
+	bgClosed bool
+	bg       sync.WaitGroup // background response goroutines
+
 	requests, completed, aborted, failed atomic.Int64
 	promptTokens, genTokens              atomic.Int64
 
@@ -36,7 +43,10 @@ type Server struct {
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
+	bgCtx, bgCancel := context.WithCancel(context.Background())
 	s := &Server{
+		bgCtx:    bgCtx,
+		bgCancel: bgCancel,
 		cfg:      cfg,
 		started:  time.Now(),
 		aborts:   make(chan Abort, AbortBuffer),
