@@ -70,7 +70,7 @@ func (c Config) withDefaults() Config {
 
 // Stats are the simulator's counters and current gauges (a snapshot).
 type Stats struct {
-	Requests  int64 // valid generation requests received
+	Requests  int64 // valid requests received on any generation, pooling or tokenizer route
 	Completed int64 // responses sent in full
 	Aborted   int64 // requests whose client went away first
 	Failed    int64 // requests failed on purpose (InjectFailure, X-Sim-Fail-Status, a Fault)
