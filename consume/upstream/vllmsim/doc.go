@@ -4,8 +4,8 @@
 // It serves POST /v1/chat/completions and /v1/completions (streamed and
 // not), GET /v1/models, /health and /metrics, with vLLM's wire format and
 // error shapes, and the Responses, embeddings, Anthropic Messages,
-// rerank, score, tokenizer and audio routes listed under "Other routes". What it generates is fixed so that tests can compare
-// bytes:
+// rerank, score, tokenizer and audio routes listed under "Other routes".
+// What it generates is fixed so that tests can compare bytes:
 //
 //   - The completion has exactly max_tokens tokens (max_completion_tokens
 //     wins over max_tokens; neither means Config.DefaultMaxTokens). Token
