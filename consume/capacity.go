@@ -128,19 +128,9 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 		c.sched.Compete(k, weight, time.Now())
 		return nil, false, false
 	}
-	access := c.access(k, band)
-	if access != fairshare.AccessWait && !c.sched.Waiting(k.Model) && c.mayTake(k, band) {
-		if s, ok := c.up.TryAcquire(k.Model); ok {
-			return s, true, false
-		}
-	}
-	if access == fairshare.AccessHeadroom && !c.sched.Waits(k) {
-		// Owed capacity: past the buckets waiting (they are above their
-		// share, or they would be owed it too and be served first by
-		// grantFree) and into the headroom if need be.
-		if s, ok := c.up.TryAcquireHeadroom(k.Model); ok {
-			return s, true, false
-		}
+	if s, ok := c.takeNow(k, band); ok {
+		c.sched.Hold(k)
+		return s, true, false
 	}
 	c.mu.Lock()
 	c.sched.Join(k, band, weight, time.Now())
@@ -168,6 +158,29 @@ func (c *capacity) mayTake(k policy.Key, band int) bool {
 	return free > c.reserve || c.sched.Entitled(k, band, total, time.Now())
 }
 
+// takeNow takes a slot for k, which is not granted one, without waiting:
+// a free one when no bucket waits for its model, or, when k is owed
+// capacity, one past the buckets waiting (they are above their share, or
+// they would be owed it too and be served first by grantFree) and into
+// the headroom if need be. With headroom, the decision and the take are
+// made under mu, so that concurrent deliveries see each other's slots.
+func (c *capacity) takeNow(k policy.Key, band int) (Slot, bool) {
+	if c.headroom > 0 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
+	access := c.access(k, band)
+	if access != fairshare.AccessWait && !c.sched.Waiting(k.Model) && c.mayTake(k, band) {
+		if s, ok := c.up.TryAcquire(k.Model); ok {
+			return s, true
+		}
+	}
+	if access == fairshare.AccessHeadroom && !c.sched.Waits(k) {
+		return c.up.TryAcquireHeadroom(k.Model)
+	}
+	return nil, false
+}
+
 // access is what k may take of its model's slots (see
 // [fairshare.Scheduler.Access]); band < 0 means k's band in the wait set.
 // Without headroom every bucket may take a slot within the limits.
@@ -175,8 +188,8 @@ func (c *capacity) access(k policy.Key, band int) fairshare.Access {
 	if c.headroom <= 0 {
 		return fairshare.AccessLimit
 	}
-	_, total := c.up.Free(k.Model)
-	return c.sched.Access(k, band, total, c.headroom, time.Now())
+	free, total := c.up.Free(k.Model)
+	return c.sched.Access(k, band, total-free, total, c.headroom, time.Now())
 }
 
 // take takes a slot for the waiting bucket k, as much as it may.
@@ -239,7 +252,7 @@ func (c *capacity) forfeit(k policy.Key) {
 	delete(c.parked, k)
 	c.sched.Leave(k)
 	c.mu.Unlock()
-	release(gs)
+	c.release(k, gs)
 }
 
 // trim gives back the slots granted to k beyond its queued requests: one
@@ -258,7 +271,7 @@ func (c *capacity) trim(k policy.Key) {
 		delete(c.parked, k)
 	}
 	c.mu.Unlock()
-	release(extra)
+	c.release(k, extra)
 }
 
 // releaseAll gives back every slot still granted (the consumer is
@@ -266,22 +279,28 @@ func (c *capacity) trim(k policy.Key) {
 func (c *capacity) releaseAll() {
 	c.mu.Lock()
 	c.closed = true
-	var all []*grant
-	for _, gs := range c.grants {
-		all = append(all, gs...)
-	}
-	clear(c.grants)
+	all := c.grants
+	c.grants = map[policy.Key][]*grant{}
 	clear(c.parked)
 	c.mu.Unlock()
-	release(all)
+	for k, gs := range all {
+		c.release(k, gs)
+	}
 }
 
-// release gives slots back; the pool calls onFree, so they go on.
-func release(gs []*grant) {
+// release gives k's slots back; the pool calls onFree, so they go on.
+func (c *capacity) release(k policy.Key, gs []*grant) {
 	for _, g := range gs {
 		g.timer.Stop()
-		g.slot.Release()
+		c.unhold(k, g.slot)
 	}
+}
+
+// unhold releases a slot taken for k that was not used, and gives back
+// its Hold.
+func (c *capacity) unhold(k policy.Key, s Slot) {
+	s.Release()
+	c.sched.Unhold(k)
 }
 
 // grantFree hands free slots on upstreams serving models to the waiting
@@ -319,6 +338,7 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 			continue
 		}
 		c.sched.Grant(k)
+		c.sched.Hold(k)
 		c.hand(k, s)
 		return k, true
 	}
@@ -329,8 +349,8 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 // bucket of model owed capacity that is owed the most: the bucket the
 // fair order picked may not take one. Requires mu held.
 func (c *capacity) grantOwed(model string) (policy.Key, Slot, bool) {
-	_, total := c.up.Free(model)
-	k, ok := c.sched.BestOwed(model, total, c.headroom, time.Now())
+	free, total := c.up.Free(model)
+	k, ok := c.sched.BestOwed(model, total-free, total, c.headroom, time.Now())
 	if !ok {
 		return policy.Key{Model: model}, nil, false
 	}
@@ -366,7 +386,7 @@ func (c *capacity) expire(k policy.Key, g *grant) {
 	}
 	c.mu.Unlock()
 	if i >= 0 {
-		g.slot.Release()
+		c.unhold(k, g.slot)
 	}
 }
 

@@ -63,7 +63,7 @@ func (c *Consumer) Handle(ctx context.Context, d *Delivery) (res Result) {
 			return c.suspendForCapacity(k, recheck)
 		}
 		if wait := c.cfg.Pacer.AcquireOrSuspend(k, 1); wait > 0 { // the rate fell meanwhile
-			slot.Release()
+			c.cap.unhold(k, slot)
 			return c.suspend(k, max(wait, c.minSuspend), ReasonPace)
 		}
 		return c.dispatch(p, slot)
@@ -101,7 +101,7 @@ func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
 	k := p.Req.Key
 	now := time.Now()
 	if !p.claim(now) { // abandoned by its handler a moment ago
-		slot.Release()
+		c.cap.unhold(k, slot)
 		c.q.depart(p, false)
 		c.cap.trim(k)
 		return c.drop(k, ReasonClientGone)

@@ -32,8 +32,9 @@ type Upstreams interface {
 	// gate calls it, for a bucket below its share of the model's slots.
 	TryAcquireHeadroom(model string) (Slot, bool)
 	// Free reports the free and total slots of the available upstreams
-	// serving model, within their concurrency limits (headroom not
-	// counted).
+	// serving model, within their concurrency limits: total minus free is
+	// how many requests of model run, and free is negative when some of
+	// them run in the headroom.
 	Free(model string) (free, total int)
 	// OnFree installs f, called with the models of an upstream whenever
 	// capacity may have freed on it (a slot was released, the upstream

@@ -26,7 +26,7 @@ func TestActiveWeightFollowsEveryChange(t *testing.T) {
 	weights := []float64{0.5, 1, 2, 4}
 	for i := range 5000 {
 		k := key(fmt.Sprint("t", r.IntN(12)))
-		switch op := r.IntN(7); op {
+		switch op := r.IntN(9); op {
 		case 0:
 			s.Join(k, r.IntN(NumBands), weights[r.IntN(len(weights))], t0)
 		case 1:
@@ -43,6 +43,10 @@ func TestActiveWeightFollowsEveryChange(t *testing.T) {
 			s.Idle(k)
 		case 6:
 			s.Start(k, 1, t0)
+		case 7:
+			s.Hold(k)
+		case 8:
+			s.Unhold(k)
 		}
 		if got, want := s.activeWeight("m"), activeByPass(s, "m"); abs(got-want) > 1e-9 {
 			t.Fatalf("step %d: kept active weight %v, a pass over the flows gives %v", i, got, want)

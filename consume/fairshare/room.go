@@ -28,9 +28,9 @@ const (
 )
 
 // Access decides what bucket k may take of its model's slots now, when
-// the model's upstreams have total slots within their limits and the
-// gateway may run headroom more beyond them. band is k's band, or < 0 for
-// the band of its last Join.
+// the model's upstreams run running requests and have total slots within
+// their limits, and the gateway may run headroom more beyond them. band
+// is k's band, or < 0 for the band of its last Join.
 //
 // A bucket that is owed capacity (the high band, or a bucket running
 // fewer requests than its weighted share of total among the model's
@@ -45,7 +45,7 @@ const (
 // pool is work-conserving.
 //
 // It takes a pass over the model's buckets when k is not owed.
-func (s *Scheduler) Access(k policy.Key, band, total, headroom int, now time.Time) Access {
+func (s *Scheduler) Access(k policy.Key, band, running, total, headroom int, now time.Time) Access {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := now.UnixNano()
@@ -65,9 +65,9 @@ func (s *Scheduler) Access(k policy.Key, band, total, headroom int, now time.Tim
 		sum += f.weight
 	}
 	if band == 0 || !s.higherBandSeen(k.Model, band, t) && owes(f, total, sum) {
-		return headroomIf(m.running < total+headroom)
+		return headroomIf(running < total+headroom)
 	}
-	if headroom <= 0 || float64(m.running)+s.owedExcept(m, f, total, sum, t) < float64(total+headroom) {
+	if headroom <= 0 || float64(running)+s.owedExcept(m, f, total, sum, t) < float64(total+headroom) {
 		return AccessLimit
 	}
 	return AccessWait
@@ -84,12 +84,12 @@ func headroomIf(room bool) Access {
 // [Scheduler.Best]'s order, that is owed capacity as [Scheduler.Access]
 // defines it, while the model runs fewer than total+headroom requests.
 // It scans the model's wait sets.
-func (s *Scheduler) BestOwed(model string, total, headroom int, now time.Time) (policy.Key, bool) {
+func (s *Scheduler) BestOwed(model string, running, total, headroom int, now time.Time) (policy.Key, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := now.UnixNano()
 	m := s.models[model]
-	if m == nil || m.running >= total+headroom {
+	if m == nil || running >= total+headroom {
 		return policy.Key{}, false
 	}
 	sum := s.recentWeight(m, t)
@@ -116,7 +116,7 @@ func (s *Scheduler) BestOwed(model string, total, headroom int, now time.Time) (
 // gets the slots it leaves (otherwise a bucket of share 1.1 would be owed
 // a second slot, and a bucket of share 2.3 a third).
 func owes(f *flow, total int, sum float64) bool {
-	return sum <= 0 || float64(f.running+1) <= share(f, total, sum)+1e-9
+	return sum <= 0 || float64(f.busy()+1) <= share(f, total, sum)+1e-9
 }
 
 func share(f *flow, total int, sum float64) float64 { return float64(total) * f.weight / sum }
@@ -149,7 +149,7 @@ func (s *Scheduler) owedExcept(m *model, self *flow, total int, sum float64, t i
 	var owed float64
 	for f := range m.members {
 		if f != self && s.recentAt(f, t) {
-			owed += max(math.Floor(share(f, total, sum)+1e-9)-float64(f.running), 0)
+			owed += max(math.Floor(share(f, total, sum)+1e-9)-float64(f.busy()), 0)
 		}
 	}
 	return owed

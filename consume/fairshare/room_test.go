@@ -46,7 +46,7 @@ func TestAccessKeepsRoomForBucketsBelowTheirShare(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := noisyModel()
-			if got := s.Access(key(tc.tenant), tc.band, total, tc.headroom, tc.at); got != tc.want {
+			if got := s.Access(key(tc.tenant), tc.band, 8, total, tc.headroom, tc.at); got != tc.want {
 				t.Fatalf("Access = %d, want %d", got, tc.want)
 			}
 		})
@@ -57,10 +57,10 @@ func TestAccessNeverBeyondTheHeadroom(t *testing.T) {
 	s := noisyModel()
 	s.Start(key("a"), 1, t0)
 	s.Start(key("b"), 1, t0) // 10 running: 8 + the headroom of 2
-	if got := s.Access(key("c"), 1, 8, 2, t0); got != AccessLimit {
+	if got := s.Access(key("c"), 1, 10, 8, 2, t0); got != AccessLimit {
 		t.Fatalf("c, owed a slot with the headroom used up: Access = %d, want AccessLimit (%d)", got, AccessLimit)
 	}
-	if got := s.Access(key("c"), 0, 8, 2, t0); got != AccessLimit {
+	if got := s.Access(key("c"), 0, 10, 8, 2, t0); got != AccessLimit {
 		t.Fatalf("a high bucket with the headroom used up: Access = %d, want AccessLimit (%d)", got, AccessLimit)
 	}
 }
@@ -72,7 +72,7 @@ func TestAccessLowerBandNotOwedWhileAHigherOneIsRecent(t *testing.T) {
 	s.Join(key("vip"), 0, 1, t0) // marks the high band as seen
 	s.Leave(key("vip"))
 	s.Join(key("a"), 1, 1, t0)
-	if got := s.Access(key("a"), -1, 8, 2, t0); got == AccessHeadroom {
+	if got := s.Access(key("a"), -1, 8, 8, 2, t0); got == AccessHeadroom {
 		t.Fatal("a normal bucket was given the headroom while a high bucket used the model")
 	}
 }
@@ -86,13 +86,33 @@ func TestBestOwedSkipsBucketsAboveTheirShare(t *testing.T) {
 		t.Fatalf("Best = %v, want heavy (the lower counter)", k)
 	}
 	// ...but only a runs below its share of the slots.
-	if k, ok := s.BestOwed("m", 8, 2, t0); !ok || k != key("a") {
+	if k, ok := s.BestOwed("m", 8, 8, 2, t0); !ok || k != key("a") {
 		t.Fatalf("BestOwed = %v %v, want a", k, ok)
 	}
 	for range 2 {
 		s.Start(key("a"), 1, t0)
 	}
-	if k, ok := s.BestOwed("m", 8, 2, t0); ok {
+	if k, ok := s.BestOwed("m", 10, 8, 2, t0); ok {
 		t.Fatalf("BestOwed = %v with the headroom used up, want none", k)
+	}
+}
+
+// A slot taken for a bucket counts against its share from the moment it
+// is taken (Hold), not only once its request starts: two deliveries of
+// one bucket a moment apart must not both find it owed a slot.
+func TestHoldCountsATakenSlotBeforeItStarts(t *testing.T) {
+	s := noisyModel()
+	s.Hold(key("a"))
+	s.Hold(key("a")) // a's share is 2
+	if got := s.Access(key("a"), 1, 10, 8, 2, t0); got != AccessWait {
+		t.Fatalf("a with two slots taken: Access = %d, want AccessWait (%d)", got, AccessWait)
+	}
+	s.Start(key("a"), 1, t0) // uses up a hold: still two
+	if got := s.Access(key("a"), 1, 10, 8, 2, t0); got != AccessWait {
+		t.Fatalf("a with one slot taken and one started: Access = %d, want AccessWait (%d)", got, AccessWait)
+	}
+	s.Unhold(key("a")) // the other slot was released unused
+	if got := s.Access(key("a"), 1, 9, 8, 2, t0); got != AccessHeadroom {
+		t.Fatalf("a with one request running: Access = %d, want AccessHeadroom (%d)", got, AccessHeadroom)
 	}
 }

@@ -40,7 +40,6 @@ type model struct {
 	// flows change, so that a share is O(1) with thousands of buckets.
 	active  float64
 	nActive int
-	running int                // requests of the model started and not done
 	members map[*flow]struct{} // the model's flows
 }
 
@@ -53,6 +52,7 @@ type flow struct {
 	seq     uint64
 	hidx    int // index in its model's heap while waiting, else -1
 	running int // requests granted and not yet done
+	held    int // slots taken for it and not yet started: see Hold
 	// backlogged is true from a Join until [Scheduler.Idle]: the bucket
 	// has had requests queued all along, so a Join in between (its next
 	// request, after a grant) is not a return from idleness and is not
@@ -272,8 +272,34 @@ func (s *Scheduler) Grant(k policy.Key) bool {
 	return true
 }
 
+// Hold records that a slot was taken for k that its next Start will use:
+// between the two, k counts as running it, so that two deliveries of k a
+// moment apart do not both find k owed a slot (see [Scheduler.Access]).
+func (s *Scheduler) Hold(k policy.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flow(k)
+	m := s.model(k.Model)
+	m.leave(f)
+	f.held++
+	m.enter(f)
+}
+
+// Unhold gives back a Hold whose slot was released without a Start.
+func (s *Scheduler) Unhold(k policy.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.flows[k]; f != nil && f.held > 0 {
+		m := s.models[k.Model]
+		m.leave(f)
+		f.held--
+		m.enter(f)
+		s.forget(f)
+	}
+}
+
 // Start records that one request of k began on the pool, charging its
-// prompt tokens.
+// prompt tokens; it uses up a Hold of k, if any.
 func (s *Scheduler) Start(k policy.Key, promptTokens float64, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -281,7 +307,7 @@ func (s *Scheduler) Start(k policy.Key, promptTokens float64, now time.Time) {
 	m := s.model(k.Model)
 	m.leave(f)
 	f.running++
-	m.running++
+	f.held = max(f.held-1, 0)
 	m.enter(f)
 	m.seen[f.band] = now.UnixNano()
 	s.see(f, now.UnixNano())
@@ -319,10 +345,7 @@ func (s *Scheduler) Done(k policy.Key, now time.Time) {
 	if f := s.flows[k]; f != nil {
 		m := s.models[k.Model]
 		m.leave(f)
-		if f.running > 0 {
-			f.running--
-			m.running--
-		}
+		f.running = max(f.running-1, 0)
 		m.enter(f)
 		s.see(f, now.UnixNano())
 		s.fix(f)
@@ -345,7 +368,7 @@ func (s *Scheduler) fix(f *flow) {
 // later pass over the model's flows (Access, BestOwed, Models). Requires
 // mu held.
 func (s *Scheduler) forget(f *flow) {
-	if f.hidx >= 0 || f.running > 0 || f.backlogged || s.recentAt(f, s.clock) {
+	if f.active() || f.backlogged || s.recentAt(f, s.clock) {
 		return
 	}
 	m := s.models[f.key.Model]
@@ -379,7 +402,10 @@ func (m *model) enter(f *flow) {
 }
 
 // active reports whether f waits for or uses its model's slots.
-func (f *flow) active() bool { return f.hidx >= 0 || f.running > 0 }
+func (f *flow) active() bool { return f.hidx >= 0 || f.running > 0 || f.held > 0 }
+
+// busy is what f runs or is about to run.
+func (f *flow) busy() int { return f.running + f.held }
 
 // decay brings recent to now.
 func (f *flow) decay(now int64, halfLife float64) {

@@ -183,7 +183,7 @@ func (p *Pool) Free(model string) (free, total int) {
 	for _, u := range p.ups {
 		if u.available(now) && u.serves(model) {
 			total += u.max
-			free += max(u.max-u.inFlight, 0)
+			free += u.max - u.inFlight
 		}
 	}
 	return free, total
