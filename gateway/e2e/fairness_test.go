@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,4 +73,67 @@ tenants:
 		}
 		t.Fatalf("the model saw %v: light's request should take the first slot that freed after it asked", order)
 	}
+}
+
+// With fairness.headroom, the light tenant does not wait for a slot to
+// free at all: heavy's two long requests fill the pool's two slots and
+// more wait behind them, yet light's requests, one after another, reach
+// the model and finish while heavy's first two still run, and none of
+// heavy's waiting requests takes the room light leaves between its own.
+func TestHeadroomLightTenantNeverWaitsForTheFlood(t *testing.T) {
+	sim := newSim(t, vllmsim.Config{TTFT: 5 * time.Millisecond, ITL: 10 * time.Millisecond})
+	s := startStackLimited(t, 2, `
+defaults: {rate: 1000, backlog: 100, max_wait: 60s}
+fairness: {headroom: 1}
+tenants:
+  - {id: heavy, keys: ["sk-heavy"]}
+  - {id: light, keys: ["sk-light"]}
+`, sim)
+	body := func(tokens int) string {
+		return fmt.Sprintf(`{"model":"sim-model","max_tokens":%d,"messages":[{"role":"user","content":"hi"}]}`, tokens)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var heavyEnded sync.WaitGroup
+	for range 4 { // two run (30 s each at most: cancelled at the end), two wait
+		heavyEnded.Add(1)
+		wg.Go(func() {
+			defer heavyEnded.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/chat/completions", strings.NewReader(body(3000)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer sk-heavy")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body) // ends when the test cancels ctx
+				resp.Body.Close()
+			}
+		})
+	}
+	eventually(t, time.Minute, "heavy to fill the pool and queue two", func() bool {
+		return len(sim.Arrivals()) == 2 && s.app.Queue.Backlog(key("heavy", "sim-model")) == 2
+	})
+	var light []string
+	for range 3 {
+		resp := s.post(context.Background(), "/v1/chat/completions", "sk-light", body(2))
+		got := readAll(t, resp.Body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(got, `"finish_reason":"length"`) {
+			t.Fatalf("light: status %d, body %s", resp.StatusCode, got)
+		}
+		light = append(light, resp.Header.Get("X-Request-Id"))
+	}
+	arr := sim.Arrivals()
+	if len(arr) != 5 {
+		t.Fatalf("%d requests reached the model, want heavy's two and light's three", len(arr))
+	}
+	for i, id := range light {
+		if arr[2+i].id != id {
+			t.Fatalf("arrival %d is %s, want light's request %s: nothing of heavy's may take light's room", 2+i, arr[2+i].id, id)
+		}
+	}
+	if n := s.app.Queue.Backlog(key("heavy", "sim-model")); n != 2 {
+		t.Fatalf("heavy's backlog %d after light's requests, want 2: its first two still run", n)
+	}
+	cancel() // heavy's clients leave; their calls are aborted
+	heavyEnded.Wait()
 }
