@@ -172,3 +172,24 @@ func (p *Pending) ReleasedAt() time.Time {
 	}
 	return time.Unix(0, n)
 }
+
+// Direct returns a Pending for a request that skips the queue (a direct
+// route: tokenize, count_tokens, a stored response's retrieval): it is
+// dispatched at once, and do performs it in a goroutine that sends its
+// events and ends with EventDone or EventError, as the consumer would.
+// Cancelling ctx aborts do; the caller cancels ctx and then calls wait,
+// which returns once the goroutine has.
+func Direct(ctx context.Context, req *Request, do func(context.Context, *Request, func(Event) error) error) (p *Pending, wait func()) {
+	p = newPending(ctx, req)
+	p.claim(time.Now())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := do(ctx, req, p.Send); err != nil {
+			p.Send(Event{Kind: EventError, Err: err})
+			return
+		}
+		p.Send(Event{Kind: EventDone})
+	}()
+	return p, func() { <-done }
+}

@@ -126,7 +126,9 @@ func (s *slot) send(ctx context.Context, req *consume.Request) (*http.Response, 
 	cancel()
 	serr := &StatusError{Status: resp.StatusCode, Body: body, Upstream: s.u.url}
 	s.p.observe(s.u, resp.StatusCode, serr)
-	if resp.StatusCode >= 500 {
+	// 501 is vLLM's answer for an API the loaded model lacks (an
+	// embedding on a generation model): the server is fine.
+	if resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented {
 		s.p.markDown(s.u, serr)
 		return nil, nil, true, serr
 	}
