@@ -16,6 +16,9 @@ func (s *Server) upstreamErr(x *exchange, err error) *APIError {
 		return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "not_found",
 			Message: "The stored response was not found: the model server that stored it has left the pool."}
 	}
+	if x.rt.shape.Named() && errors.Is(err, upstream.ErrStreamMalformed) {
+		return errUpstream("The model server's stream was malformed (not JSON, or it ended before its last event).")
+	}
 	var se *upstream.StatusError
 	if errors.As(err, &se) {
 		pass := passThrough(se)
