@@ -52,8 +52,10 @@ func RunCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	sim := New(cfg)
+	defer sim.Close()
 	srv := &http.Server{
-		Handler:           New(cfg),
+		Handler:           sim,
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		// In-flight requests see ctx end too, so they abort at once and
@@ -87,6 +89,8 @@ func parseFlags(args []string, out io.Writer) (Config, string, error) {
 	itl := fs.Duration("itl", 20*time.Millisecond, "inter-token latency")
 	seqs := fs.Int("max-num-seqs", 256, "requests running at once; more wait")
 	maxTok := fs.Int("max-tokens", 16, "completion length when the request sets none")
+	embDim := fs.Int("embedding-dim", 16, "length of an embedding vector")
+	stored := fs.Int("max-stored-responses", 1024, "Responses API responses kept for GET and previous_response_id (negative: none)")
 	var faults faultsFlag
 	fs.Var(&faults, "fault", "a fault rule, e.g. status=503,count=5 or stall-after=3,match=FAULT (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -95,7 +99,8 @@ func parseFlags(args []string, out io.Writer) (Config, string, error) {
 	if fs.NArg() > 0 {
 		return Config{}, "", fmt.Errorf("sim: unexpected argument %q", fs.Arg(0))
 	}
-	cfg := Config{Models: models, TTFT: noZero(*ttft), ITL: noZero(*itl), MaxNumSeqs: *seqs, DefaultMaxTokens: *maxTok, Faults: faults}
+	cfg := Config{Models: models, TTFT: noZero(*ttft), ITL: noZero(*itl), MaxNumSeqs: *seqs, DefaultMaxTokens: *maxTok,
+		EmbeddingDim: *embDim, MaxStoredResponses: *stored, Faults: faults}
 	return cfg, *listen, nil
 }
 

@@ -22,6 +22,14 @@ type Config struct {
 	// MaxModelLen bounds prompt plus completion tokens (400 beyond it) and
 	// is reported by /v1/models. Default 32768.
 	MaxModelLen int
+	// MaxStoredResponses bounds the Responses API store of this instance
+	// (store=true keeps a finished response for GET /v1/responses/{id} and
+	// previous_response_id); beyond it the oldest is forgotten. Default
+	// 1024; negative stores nothing.
+	MaxStoredResponses int
+	// EmbeddingDim is the length of a /v1/embeddings vector (the most
+	// "dimensions" may ask for). Default 16.
+	EmbeddingDim int
 	// Faults script misbehaving responses for a whole run; see [Fault]
 	// and [FaultRule]. The first rule that matches a request and is within
 	// its After/Count window applies; a rule outside it lets the next try.
@@ -48,6 +56,12 @@ func (c Config) withDefaults() Config {
 	if c.DefaultMaxTokens <= 0 {
 		c.DefaultMaxTokens = 16
 	}
+	if c.MaxStoredResponses == 0 {
+		c.MaxStoredResponses = 1024
+	}
+	if c.EmbeddingDim <= 0 {
+		c.EmbeddingDim = 16
+	}
 	if c.MaxModelLen <= 0 {
 		c.MaxModelLen = 32768
 	}
@@ -56,7 +70,7 @@ func (c Config) withDefaults() Config {
 
 // Stats are the simulator's counters and current gauges (a snapshot).
 type Stats struct {
-	Requests  int64 // valid generation requests received
+	Requests  int64 // valid requests received on any generation, pooling or tokenizer route
 	Completed int64 // responses sent in full
 	Aborted   int64 // requests whose client went away first
 	Failed    int64 // requests failed on purpose (InjectFailure, X-Sim-Fail-Status, a Fault)

@@ -3,8 +3,9 @@
 //
 // It serves POST /v1/chat/completions and /v1/completions (streamed and
 // not), GET /v1/models, /health and /metrics, with vLLM's wire format and
-// error shapes. What it generates is fixed so that tests can compare
-// bytes:
+// error shapes, and the Responses, embeddings, Anthropic Messages,
+// rerank, score, tokenizer and audio routes listed under "Other routes".
+// What it generates is fixed so that tests can compare bytes:
 //
 //   - The completion has exactly max_tokens tokens (max_completion_tokens
 //     wins over max_tokens; neither means Config.DefaultMaxTokens). Token
@@ -40,6 +41,99 @@
 // X-Sim-Fail-Status and [Server.InjectFailure] (a 5xx burst: the next N
 // requests fail) remain. A request without a fault is answered exactly
 // as described above.
+//
+// # Other routes
+//
+// Every route below answers in vLLM's shape (JSON field order included;
+// the Anthropic events follow Anthropic's own field order) and uses the same words-as-tokens count, X-Request-Id, timing model,
+// running slots and faults as chat, unless noted. Named SSE events are
+// framed "event: <type>\ndata: <json>\n\n"; everything before the first
+// token (response.created ... content_part.added, message_start ...
+// ping) is sent at TTFT together with the first token.
+//
+//   - POST /v1/responses: input (a string or a list of items whose
+//     content counts like a chat message), instructions,
+//     max_output_tokens (default Config.DefaultMaxTokens), stream,
+//     store (default true), previous_response_id, metadata (echoed).
+//     input_tokens = words of input + words of instructions + for a
+//     follow-up the previous response's input_tokens without its
+//     instructions plus its output_tokens. output_tokens is
+//     max_output_tokens; status is "completed"; the id is
+//     "resp_<X-Request-Id>" and the message item's "msg_<X-Request-Id>".
+//     A streamed response sends response.created, response.in_progress,
+//     response.output_item.added, response.content_part.added, one
+//     response.output_text.delta per token, response.output_text.done,
+//     response.content_part.done, response.output_item.done and
+//     response.completed (terminal, with usage); each data object starts
+//     with "type" and "sequence_number" (0, 1, ...). No [DONE].
+//   - GET /v1/responses/{id} returns a response stored by this instance
+//     (store=true; the newest Config.MaxStoredResponses are kept), else
+//     404 "Response with id '<id>' not found." (type
+//     invalid_request_error). previous_response_id must name one too,
+//     with the same 404. A synchronous response is stored when finished.
+//     background=true (with store; not streamed) answers at once with
+//     the response "queued" and generates it in a goroutine on the same
+//     slots and timing: GET shows "queued", "in_progress", then
+//     "completed" with usage. POST /v1/responses/{id}/cancel cancels a
+//     queued or in-progress one (200, status "cancelled", counted as an
+//     abort), answers 400 "Cannot cancel a synchronous response." for a
+//     finished one and 404 for an unknown id. [Server.Close] cancels the
+//     background responses and waits for them.
+//   - POST /v1/embeddings: input as a string, strings, token ids or lists
+//     of token ids; encoding_format float (default) or base64
+//     (little-endian float32); dimensions 1..Config.EmbeddingDim (default
+//     16). One unit vector per input, a pure function of its words (token
+//     id n reads as the word "tok<n>"). usage.prompt_tokens = total_tokens
+//     = words (or ids) over all inputs. It takes a slot and answers after
+//     TTFT; it is never streamed.
+//   - POST /v1/messages (Anthropic): model and max_tokens required,
+//     system (a string or text blocks), messages, stream. input_tokens =
+//     words of system + messages; output_tokens = max_tokens; stop_reason
+//     "max_tokens"; id "msg_<X-Request-Id>". A stream sends message_start
+//     (usage input_tokens, output_tokens 0), content_block_start, ping,
+//     one content_block_delta (text_delta) per token, content_block_stop,
+//     message_delta (stop_reason, usage input_tokens and output_tokens)
+//     and message_stop (terminal). Errors, injected ones included, are
+//     {"type":"error","error":{"type":...,"message":...}} with Anthropic's
+//     types (400 invalid_request_error, 404 not_found_error, 429
+//     rate_limit_error, 529 overloaded_error, other 5xx api_error).
+//     POST /v1/messages/count_tokens answers {"input_tokens":n} at once.
+//   - POST /rerank, /v1/rerank, /v2/rerank: query, documents, top_n (0:
+//     all). A (query, document) pair scores the share of the query's
+//     distinct words found in the document; results are sorted by score,
+//     ties by index, each {"index","document":{"text","multi_modal":null},
+//     "relevance_score"}; usage {"prompt_tokens","total_tokens"} = the sum
+//     over documents of query words + document words.
+//   - POST /score, /v1/score: text_1 and text_2 (a string or a list; one
+//     text_1 pairs with every text_2, equal lists pair up); data
+//     [{"index","object":"score","score"}] with the same score and usage
+//     counted like rerank, in the embeddings' usage shape. Rerank and
+//     score take a slot and answer after TTFT.
+//   - POST /tokenize: prompt, or messages (counted like chat, so count
+//     equals a chat request's prompt_tokens); return_token_strs. Word
+//     "tok<n>" is token n, any other word 2^30 + (FNV-1a(word) mod 2^30).
+//     {"count","max_model_len","tokens","token_strs"}. POST /detokenize:
+//     tokens -> {"prompt"} with token n read as "tok<n>", joined by
+//     spaces. Both take no slot and no time and add no prefill tokens.
+//   - POST /v1/audio/transcriptions and /v1/audio/translations:
+//     multipart/form-data with file (its duration is its size / 32000
+//     bytes, 16 kHz 16-bit mono), model, prompt, language,
+//     response_format json (default: {"text","usage":{"type":"duration",
+//     "seconds":ceil(duration)}}), text (text/plain) or verbose_json
+//     ({"duration","language","text","segments":null,"words":null}),
+//     max_completion_tokens (default Config.DefaultMaxTokens), stream and
+//     stream_include_usage ("true"). A stream sends one
+//     transcription.chunk (translation.chunk) per token, the last with
+//     finish_reason "length", then a usage chunk {"prompt_tokens": words
+//     of prompt, "completion_tokens", "total_tokens"} when
+//     stream_include_usage is true, then data: [DONE].
+//   - Any other path: 404 {"detail":"Not Found"}; a known path with
+//     another method: 405 {"detail":"Method Not Allowed"}.
+//
+// Faults apply to every route in its own terms: no-done leaves out the
+// route's terminal event (data: [DONE], response.completed,
+// message_stop); stall-after=N, garbage-sse and truncated-json count the
+// route's events; status=N answers in the route's error shape.
 //
 // All time is read from package time, so tests may run the simulator
 // inside a testing/synctest bubble.

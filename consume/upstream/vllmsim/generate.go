@@ -1,7 +1,6 @@
 package vllmsim
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -17,37 +16,58 @@ func (s *Server) generate(chat bool) http.HandlerFunc {
 			e.write(w)
 			return
 		}
-		s.requests.Add(1)
-		s.promptTokens.Add(int64(j.promptTokens))
-		flt, e := s.takeFault(r, j.body)
-		if e != nil {
-			e.write(w)
-			return
-		}
-		f := s.takeFailure(r)
-		switch {
-		case flt.Status > 0 || f.StatusBeforeFirstByte > 0:
-			s.failed.Add(1)
-			statusError(max(flt.Status, f.StatusBeforeFirstByte)).write(w)
-			return
-		case f.ResetBeforeFirstByte, f.ResetAfterChunks > 0 && !j.stream:
-			s.failed.Add(1)
-			resetConn(w)
-		}
-		if flt != (Fault{}) {
-			s.failed.Add(1)
-		}
-		if flt.SlowHeaders > 0 && sleepUntil(r.Context(), time.Now().Add(flt.SlowHeaders)) != nil {
-			s.abort(j.id, true)
-			return
-		}
-		w.Header().Set("X-Request-Id", j.id)
-		if j.stream {
-			s.stream(w, r.Context(), j, f.ResetAfterChunks, flt)
-		} else {
-			s.complete(w, r.Context(), j, flt)
-		}
+		j.out = chatOut{j}
+		s.run(w, r, j)
 	}
+}
+
+// run answers a validated job with the shared timing, slots, failures
+// and faults, rendered by j.out.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job) {
+	flt, f, ok := s.admit(w, r, j)
+	if !ok {
+		return
+	}
+	if j.stream {
+		s.stream(w, r.Context(), j, f.ResetAfterChunks, flt)
+	} else {
+		s.complete(w, r.Context(), j, flt)
+	}
+}
+
+// admit counts a validated job and applies what must happen before its
+// response starts: an injected status (answered here), a reset, slow
+// headers. It returns the job's fault and failure, and false when the
+// request was answered or abandoned.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, j *job) (Fault, Failure, bool) {
+	s.requests.Add(1)
+	if !j.instant {
+		s.promptTokens.Add(int64(j.promptTokens))
+	}
+	flt, e := s.takeFault(r, j.body)
+	if e != nil {
+		j.out.writeError(w, e)
+		return flt, Failure{}, false
+	}
+	f := s.takeFailure(r)
+	switch {
+	case flt.Status > 0 || f.StatusBeforeFirstByte > 0:
+		s.failed.Add(1)
+		j.out.writeError(w, statusError(max(flt.Status, f.StatusBeforeFirstByte)))
+		return flt, f, false
+	case f.ResetBeforeFirstByte, f.ResetAfterChunks > 0 && !j.stream:
+		s.failed.Add(1)
+		resetConn(w)
+	}
+	if flt != (Fault{}) {
+		s.failed.Add(1)
+	}
+	if flt.SlowHeaders > 0 && sleepUntil(r.Context(), time.Now().Add(flt.SlowHeaders)) != nil {
+		s.abort(j.id, true)
+		return flt, f, false
+	}
+	w.Header().Set("X-Request-Id", j.id)
+	return flt, f, true
 }
 
 // stream sends a streamed response; resetAfter > 0 cuts the connection
@@ -72,49 +92,49 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, j *job, rese
 			s.abort(j.id, false)
 			return
 		}
-		if i == 0 && j.chat && out.send(roleChunk(j)) != nil {
+		if i == 0 && out.sendAll(j.out.head()) != nil {
 			s.abort(j.id, false)
 			return
 		}
-		if out.send(tokenChunk(j, i)) != nil {
+		if out.sendAll(j.out.token(i)) != nil {
 			s.abort(j.id, false)
 			return
 		}
 		s.genTokens.Add(1)
 	}
-	if s.finishStream(j, out) != nil {
+	if out.sendAll(j.out.tail()) != nil {
 		s.abort(j.id, false)
 		return
 	}
-	s.completed.Add(1)
+	s.finished(j)
 }
 
-func (s *Server) finishStream(j *job, out *eventWriter) error {
-	if err := out.send(finishChunk(j)); err != nil {
-		return err
+// finished counts a response generated in full and tells its renderer.
+func (s *Server) finished(j *job) {
+	s.completed.Add(1)
+	if f, ok := j.out.(finisher); ok {
+		f.finished()
 	}
-	if j.includeUsage {
-		if err := out.send(usageChunk(j)); err != nil {
-			return err
+}
+
+// complete sends a non-streamed response when the last token is due (a
+// job without tokens, such as an embedding, after TTFT). An instant job
+// takes no slot and no time.
+func (s *Server) complete(w http.ResponseWriter, ctx context.Context, j *job, flt Fault) {
+	if !j.instant {
+		if queued, err := s.acquire(ctx); err != nil {
+			s.abort(j.id, queued)
+			return
+		}
+		defer s.release()
+		ttft, itl := s.latency()
+		last := time.Now().Add(ttft + time.Duration(max(j.maxTokens-1, 0))*itl)
+		if sleepUntil(ctx, last) != nil {
+			s.abort(j.id, false)
+			return
 		}
 	}
-	return out.send(doneData)
-}
-
-// complete sends a non-streamed response when the last token is due.
-func (s *Server) complete(w http.ResponseWriter, ctx context.Context, j *job, flt Fault) {
-	if queued, err := s.acquire(ctx); err != nil {
-		s.abort(j.id, queued)
-		return
-	}
-	defer s.release()
-	ttft, itl := s.latency()
-	last := time.Now().Add(ttft + time.Duration(j.maxTokens-1)*itl)
-	if sleepUntil(ctx, last) != nil {
-		s.abort(j.id, false)
-		return
-	}
-	body := fullResponse(j)
+	body := j.out.full()
 	if flt.Stall {
 		<-ctx.Done()
 		s.abort(j.id, false)
@@ -123,19 +143,23 @@ func (s *Server) complete(w http.ResponseWriter, ctx context.Context, j *job, fl
 	if flt.TruncatedJSON {
 		body = body[:len(body)/2]
 	}
-	w.Header().Set("Content-Type", "application/json")
+	ct := "application/json"
+	if j.contentType != "" {
+		ct = j.contentType
+	}
+	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	if _, err := w.Write(body); err != nil {
 		s.abort(j.id, false)
 		return
 	}
 	s.genTokens.Add(int64(j.maxTokens))
-	s.completed.Add(1)
+	s.finished(j)
 }
 
 var doneData = []byte("[DONE]")
 
-// eventWriter writes "data: ...\n\n" frames and flushes each one.
+// eventWriter writes frames and flushes each one.
 type eventWriter struct {
 	w          http.ResponseWriter
 	rc         *http.ResponseController
@@ -147,16 +171,29 @@ type eventWriter struct {
 	fault      Fault
 }
 
-func (o *eventWriter) send(data []byte) error {
+func (o *eventWriter) sendAll(frames []frame) error {
+	for _, f := range frames {
+		if err := o.send(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *eventWriter) send(f frame) error {
 	if o.resetAfter > 0 && o.sent == o.resetAfter {
 		o.s.failed.Add(1)
 		resetConn(o.w)
 	}
-	data, err := o.misbehave(data)
+	data, err := o.misbehave(f)
 	if err != nil || data == nil {
 		return err
 	}
-	o.buf = append(append(append(o.buf[:0], "data: "...), data...), "\n\n"...)
+	o.buf = o.buf[:0]
+	if f.event != "" {
+		o.buf = append(append(append(o.buf, "event: "...), f.event...), '\n')
+	}
+	o.buf = append(append(append(o.buf, "data: "...), data...), "\n\n"...)
 	if _, err := o.w.Write(o.buf); err != nil {
 		return err
 	}
@@ -185,13 +222,13 @@ func resetConn(w http.ResponseWriter) {
 // misbehave applies o.fault before data event number o.sent: it returns
 // the data to send instead (nil: send nothing), or an error that ends the
 // response (a stall that the client ended).
-func (o *eventWriter) misbehave(data []byte) ([]byte, error) {
-	f := o.fault
+func (o *eventWriter) misbehave(fr frame) ([]byte, error) {
+	f, data := o.fault, fr.data
 	switch {
 	case f.Stall && o.sent == f.StallAfter:
 		<-o.ctx.Done()
 		return nil, o.ctx.Err()
-	case f.NoDone && bytes.Equal(data, doneData):
+	case f.NoDone && fr.terminal:
 		return nil, nil
 	case f.GarbageSSE && o.sent == 1:
 		if _, err := o.w.Write(garbage); err != nil {

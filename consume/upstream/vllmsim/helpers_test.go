@@ -44,3 +44,5 @@ func chatBody(extra string) string {
 var reqID = map[string]string{"X-Request-Id": "r1"}
 
 var _ http.ResponseWriter = (*recorder)(nil)
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -28,6 +28,9 @@ type job struct {
 	stream       bool
 	includeUsage bool
 	body         []byte // the raw request, which Config.Faults rules match
+	out          renderer
+	instant      bool   // takes no running slot, no time and no prefill (tokenize)
+	contentType  string // of a non-streamed body; empty: application/json
 }
 
 type wireRequest struct {
@@ -46,25 +49,19 @@ type streamOptions struct {
 
 // parse validates r in vLLM's order: content type, JSON, model, fields.
 func (s *Server) parse(r *http.Request, chat bool) (*job, *apiError) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return nil, badRequest("Unsupported Media Type: Only 'application/json' is allowed", nil)
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxRequestBytes))
-	if err != nil {
-		return nil, badRequest("Could not read the request body: "+err.Error(), nil)
+	body, e := readBody(r)
+	if e != nil {
+		return nil, e
 	}
 	var req wireRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, badRequest("Invalid JSON: "+err.Error(), nil)
 	}
-	model := req.Model
-	if model == "" {
-		model = s.cfg.Models[0]
-	} else if !slices.Contains(s.cfg.Models, model) {
-		return nil, &apiError{status: http.StatusNotFound, typ: "NotFoundError", param: "model",
-			msg: fmt.Sprintf("The model `%s` does not exist.", model)}
+	j, e := s.newJob(r, req.Model, body)
+	if e != nil {
+		return nil, e
 	}
-	j := &job{chat: chat, model: quote(model), created: time.Now().Unix(), body: body}
+	j.chat = chat
 	j.stream = req.Stream != nil && *req.Stream
 	if req.StreamOptions != nil {
 		if !j.stream {
@@ -75,15 +72,40 @@ func (s *Server) parse(r *http.Request, chat bool) (*job, *apiError) {
 	if e := s.countTokens(j, &req); e != nil {
 		return nil, e
 	}
-	j.id = r.Header.Get("X-Request-Id")
-	if j.id == "" {
-		j.id = randomID()
-	}
 	prefix := "cmpl-"
 	if chat {
 		prefix = "chatcmpl-"
 	}
 	j.respID = quote(prefix + j.id)
+	return j, nil
+}
+
+// readBody checks the content type and reads the body.
+func readBody(r *http.Request) ([]byte, *apiError) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return nil, badRequest("Unsupported Media Type: Only 'application/json' is allowed", nil)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxRequestBytes))
+	if err != nil {
+		return nil, badRequest("Could not read the request body: "+err.Error(), nil)
+	}
+	return body, nil
+}
+
+// newJob starts a job for model (empty: the first served model), with
+// the request id from X-Request-Id or a random one.
+func (s *Server) newJob(r *http.Request, model string, body []byte) (*job, *apiError) {
+	if model == "" {
+		model = s.cfg.Models[0]
+	} else if !slices.Contains(s.cfg.Models, model) {
+		return nil, &apiError{status: http.StatusNotFound, typ: "NotFoundError", param: "model",
+			msg: fmt.Sprintf("The model `%s` does not exist.", model)}
+	}
+	j := &job{model: quote(model), created: time.Now().Unix(), body: body}
+	j.id = r.Header.Get("X-Request-Id")
+	if j.id == "" {
+		j.id = randomID()
+	}
 	return j, nil
 }
 

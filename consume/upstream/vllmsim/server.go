@@ -1,6 +1,7 @@
 package vllmsim
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,13 @@ type Server struct {
 	mux     *http.ServeMux
 	started time.Time
 	aborts  chan Abort
+	store   *responseStore
+
+	bgCtx    context.Context // ends background responses (Close)
+	bgCancel context.CancelFunc
+	bgMu     sync.Mutex // guards bgClosed and bg.Add; never held with mu
+	bgClosed bool
+	bg       sync.WaitGroup // background response goroutines
 
 	requests, completed, aborted, failed atomic.Int64
 	promptTokens, genTokens              atomic.Int64
@@ -35,20 +43,40 @@ type Server struct {
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
+	bgCtx, bgCancel := context.WithCancel(context.Background())
 	s := &Server{
+		bgCtx:    bgCtx,
+		bgCancel: bgCancel,
 		cfg:      cfg,
 		started:  time.Now(),
 		aborts:   make(chan Abort, AbortBuffer),
 		ttft:     cfg.TTFT,
 		itl:      cfg.ITL,
 		ruleSeen: make([]int, len(cfg.Faults)),
+		store:    newResponseStore(cfg.MaxStoredResponses),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.generate(true))
 	mux.HandleFunc("POST /v1/completions", s.generate(false))
+	mux.HandleFunc("POST /v1/responses", s.responses)
+	mux.HandleFunc("GET /v1/responses/{id}", s.getResponse)
+	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.cancelResponse)
+	mux.HandleFunc("POST /v1/embeddings", s.embeddings)
+	mux.HandleFunc("POST /v1/messages", s.messages)
+	mux.HandleFunc("POST /v1/messages/count_tokens", s.countMessageTokens)
+	for _, p := range []string{"/rerank", "/v1/rerank", "/v2/rerank"} {
+		mux.HandleFunc("POST "+p, s.rerank)
+	}
+	mux.HandleFunc("POST /score", s.score)
+	mux.HandleFunc("POST /v1/score", s.score)
+	mux.HandleFunc("POST /tokenize", s.tokenize)
+	mux.HandleFunc("POST /detokenize", s.detokenize)
+	mux.HandleFunc("POST /v1/audio/transcriptions", s.audio(false))
+	mux.HandleFunc("POST /v1/audio/translations", s.audio(true))
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
 	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("/", s.notFound)
 	s.mux = mux
 	return s
 }
