@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
+)
+
+// A client that leaves mid-stream on /v1/responses or /v1/messages: the
+// upstream call is cancelled, and the simulated vLLM aborts the request
+// instead of generating the remaining tokens, as on chat.
+func TestDisconnectMidStreamAbortsUpstreamOnEveryGenerationRoute(t *testing.T) {
+	for _, tc := range []struct{ path, body, marker string }{
+		{"/v1/responses", `{"model":"sim-model","stream":true,"max_output_tokens":200,"input":"hi"}`, `"delta":"tok1 "`},
+		{"/v1/messages", `{"model":"sim-model","stream":true,"max_tokens":200,"messages":[{"role":"user","content":"hi"}]}`, `"text":"tok1 "`},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			// 200 tokens 50 ms apart: finishing would take 10 s.
+			sim := newSim(t, vllmsim.Config{TTFT: time.Millisecond, ITL: 50 * time.Millisecond})
+			s := startStack(t, tenantsYAML, sim)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer sk-alice")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := resp.Header.Get("X-Request-Id")
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() && !strings.Contains(sc.Text(), tc.marker) {
+			}
+			cancel()
+			resp.Body.Close()
+			sim.awaitFinished(t, id, time.Minute)
+			if st := sim.Stats(); st.Requests != 1 || st.Aborted != 1 || st.Completed != 0 {
+				t.Fatalf("sim stats = %+v, want 1 request, aborted, not completed", st)
+			}
+		})
+	}
+}
+
+// The request timeout ends a started stream with an error event each
+// SDK raises as an error: openai-go's StreamError on /v1/responses,
+// anthropic-sdk-go's *anthropic.Error (timeout_error) on /v1/messages.
+func TestTimeoutEndsStreamWithSDKError(t *testing.T) {
+	sim := newSim(t, vllmsim.Config{TTFT: 5 * time.Second, ITL: time.Millisecond})
+	s := startStack(t, "\nserver: {request_timeout: 300ms}\ndefaults: {max_wait: 200ms}\n"+tenantsYAML, sim)
+
+	rs := sdkClient(s, "sk-alice").Responses.NewStreaming(t.Context(), responseParams("hi", 3))
+	for rs.Next() {
+		t.Errorf("unexpected event %s", rs.Current().Type)
+	}
+	var se *ssestream.StreamError
+	if err := rs.Err(); !errors.As(err, &se) || !strings.Contains(se.Message, "The request did not complete within 300ms.") {
+		t.Errorf("Responses stream error = %v, want a StreamError about the timeout", err)
+	}
+
+	ms := anthropicClient(s, "sk-alice").Messages.NewStreaming(t.Context(), messageParams("hi", 3))
+	for ms.Next() {
+		t.Errorf("unexpected event %s", ms.Current().Type)
+	}
+	var ae *anthropic.Error
+	if err := ms.Err(); !errors.As(err, &ae) || ae.Type() != "timeout_error" || ae.Message != "The request did not complete within 300ms." {
+		t.Errorf("Messages stream error = %v, want timeout_error", err)
+	}
+}
