@@ -15,10 +15,12 @@ const maxFormFieldBytes = 64 << 10
 
 // parseForm checks an audio request (multipart/form-data, as the OpenAI
 // SDKs send it): a model field and a file part are required; stream
-// ("true") asks for SSE. The body is forwarded as it came, with its
+// ("true") asks for SSE; max_completion_tokens bounds the text. The body is forwarded as it came, with its
 // Content-Type (and boundary). Audio has no text prompt to estimate: the
-// reservation is the default output reservation, reconciled when the
-// server reports token usage.
+// reservation is max_completion_tokens or the default output
+// reservation, reconciled when the server reports token usage (a
+// streamed answer's usage chunk; vLLM's JSON answer reports a duration,
+// and then the reservation stands).
 func parseForm(body []byte, contentType string, rt *route) (*apiRequest, *APIError) {
 	_, params, err := mime.ParseMediaType(contentType)
 	if err != nil || params["boundary"] == "" {
@@ -55,7 +57,7 @@ func parseForm(body []byte, contentType string, rt *route) (*apiRequest, *APIErr
 // formField reads the text fields the gateway needs.
 func formField(part *multipart.Part, req *apiRequest) *APIError {
 	name := part.FormName()
-	if name != "model" && name != "stream" {
+	if name != "model" && name != "stream" && name != "max_completion_tokens" {
 		return nil
 	}
 	v, err := io.ReadAll(io.LimitReader(part, maxFormFieldBytes+1))
@@ -66,6 +68,12 @@ func formField(part *multipart.Part, req *apiRequest) *APIError {
 	case "model":
 		req.Model = string(v)
 		return checkModel(req.Model)
+	case "max_completion_tokens":
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < 1 {
+			return errInvalidRequest("Invalid value for 'max_completion_tokens': must be at least 1.", name)
+		}
+		req.MaxTokens = n
 	default:
 		b, err := strconv.ParseBool(string(v))
 		if err != nil {

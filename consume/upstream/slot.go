@@ -87,11 +87,7 @@ func (s *slot) send(ctx context.Context, req *consume.Request) (*http.Response, 
 	if ct == "" {
 		ct = "application/json"
 	}
-	var reqBody io.Reader
-	if req.Body != nil {
-		reqBody = bytes.NewReader(req.Body)
-	}
-	hreq, err := http.NewRequestWithContext(actx, method, s.u.url+req.Path, reqBody)
+	hreq, err := http.NewRequestWithContext(actx, method, s.u.url+req.Path, bytes.NewReader(req.Body))
 	if err != nil {
 		cancel()
 		return nil, nil, false, fmt.Errorf("upstream: building request: %w", err)
@@ -99,7 +95,7 @@ func (s *slot) send(ctx context.Context, req *consume.Request) (*http.Response, 
 	for k, vs := range req.Header {
 		hreq.Header[k] = vs
 	}
-	if reqBody != nil {
+	if len(req.Body) > 0 {
 		hreq.Header.Set("Content-Type", ct)
 	}
 	hreq.Header.Set("X-Request-Id", req.ID)
