@@ -90,3 +90,33 @@ func TestTallyBody(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTally: any event in any shape is read without a panic; an event is
+// never both a token and a usage report, and a body's usage is final.
+func FuzzTally(f *testing.F) {
+	for _, c := range []struct {
+		name, data string
+	}{
+		{"", `{"choices":[],"usage":{"prompt_tokens":6,"completion_tokens":2}}`},
+		{"response.completed", `{"response":{"usage":{"input_tokens":5,"output_tokens":2,"total_tokens":7}}}`},
+		{"response.output_text.delta", `{"delta":"a"}`},
+		{"message_start", `{"message":{"usage":{"input_tokens":9,"output_tokens":1}}}`},
+		{"message_delta", `{"usage":{"output_tokens":3,"input_tokens":null}}`},
+		{"content_block_delta", `{}`},
+		{"message_delta", `{"usage":{"output_tokens":"x"}}`},
+	} {
+		f.Add(c.name, []byte(c.data), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, name string, data []byte, shape uint8) {
+		tl := Tally{Shape: Shape(shape % 3)}
+		token, reported := tl.Chunk(name, data)
+		if token && reported {
+			t.Fatalf("%q %q: both a token and a usage report", name, data)
+		}
+		_ = tl.Charge(10)
+		var body Tally
+		if body.Body(data) && !body.Final {
+			t.Fatalf("body usage not final: %q", data)
+		}
+	})
+}

@@ -126,3 +126,24 @@ func TestAudioMultipart(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseForm: any multipart body and content type is refused with a
+// 4xx or accepted with a valid model, a file, and the body unchanged.
+func FuzzParseForm(f *testing.F) {
+	f.Add([]byte("--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nm\r\n--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\nRIFF\r\n--b--\r\n"), "multipart/form-data; boundary=b")
+	f.Add([]byte("--b\r\nContent-Disposition: form-data; name=\"stream\"\r\n\r\nmaybe\r\n--b--\r\n"), "multipart/form-data; boundary=b")
+	f.Add([]byte("--b\r\n\r\n--b--"), "multipart/form-data; boundary=\"b\"")
+	f.Fuzz(func(t *testing.T, body []byte, ct string) {
+		rt := routeFor("POST", "/v1/audio/transcriptions")
+		req, e := parseForm(body, ct, rt)
+		if e != nil {
+			if e.Status != 400 || e.Message == "" {
+				t.Fatalf("bad error %+v", e)
+			}
+			return
+		}
+		if checkModel(req.Model) != nil || !bytes.Equal(req.Body, body) || req.ContentType != ct || req.MaxTokens < 0 {
+			t.Fatalf("accepted %+v", req)
+		}
+	})
+}
