@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 const messagesStream = "event: message_start\n" +
@@ -84,5 +85,20 @@ func TestCountTokensIsDirect(t *testing.T) {
 	}
 	if got := r.ups[0].seen()[1]; got.Path != "/v1/messages/count_tokens" || got.Method != "POST" {
 		t.Errorf("upstream saw %+v", got)
+	}
+}
+
+// A queued stream on a named-event route carries the same ": queued"
+// comments as chat while it waits, then its events unchanged.
+func TestQueuedNamedStreamHeartbeats(t *testing.T) {
+	r := newAPIRigWith(t, "{rate: 4}", func(c *Config) { c.Heartbeat = 100 * time.Millisecond }, sseBody(messagesStream))
+	expect(t, r.call("POST", "/v1/messages", messagesReq, "X-Api-Key: ka"), 200, messagesStream)
+	w := r.call("POST", "/v1/messages", messagesReq, "X-Api-Key: ka") // waits 250 ms for its release
+	body := w.Body.String()
+	if !strings.HasPrefix(body, ": queued position=1 eta_ms=0\n\n") || !strings.HasSuffix(body, messagesStream) {
+		t.Errorf("body %q\nwant queued comments, then the stream", body)
+	}
+	if rest := strings.TrimSuffix(body, messagesStream); strings.Trim(strings.ReplaceAll(rest, ": queued position=1 eta_ms=0\n\n", ""), "") != "" {
+		t.Errorf("unexpected bytes before the stream: %q", rest)
 	}
 }

@@ -50,6 +50,12 @@ func (u *scriptUpstream) seen() []seenRequest {
 // a and b have keys ka and kb.
 func newAPIRig(t *testing.T, limits string, handlers ...http.HandlerFunc) *apiRig {
 	t.Helper()
+	return newAPIRigWith(t, limits, nil, handlers...)
+}
+
+// newAPIRigWith is newAPIRig with the Server's config adjusted by mod.
+func newAPIRigWith(t *testing.T, limits string, mod func(*Config), handlers ...http.HandlerFunc) *apiRig {
+	t.Helper()
 	r := &apiRig{t: t}
 	var ucs []upstream.UpstreamConfig
 	for _, h := range handlers {
@@ -96,8 +102,12 @@ func newAPIRig(t *testing.T, limits string, handlers ...http.HandlerFunc) *apiRi
 		e.Close(context.Background())
 		c.Close(context.Background())
 	})
-	r.s = New(Config{Table: table, Admitter: policy.NewAdmitter(table), Pacer: pacer, Queue: queue,
-		Pool: r.pool, Logger: quiet, RequestTimeout: 5 * time.Second, NewID: func() string { return "req-1" }})
+	cfg := Config{Table: table, Admitter: policy.NewAdmitter(table), Pacer: pacer, Queue: queue,
+		Pool: r.pool, Logger: quiet, RequestTimeout: 5 * time.Second, NewID: func() string { return "req-1" }}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r.s = New(cfg)
 	return r
 }
 

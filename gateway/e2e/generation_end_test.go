@@ -75,3 +75,50 @@ func TestTimeoutEndsStreamWithSDKError(t *testing.T) {
 		t.Errorf("Messages stream error = %v, want timeout_error", err)
 	}
 }
+
+// No route overshoots a TPM cap under concurrency: each request reserves
+// its estimate at admission, so of 12 concurrent requests only as many as
+// the cap holds reach the model, and what they really used stays under it.
+func TestTPMNotOvershotUnderConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		path, body string
+		perRequest int // reserved by one request
+	}{
+		// Estimates are a quarter of the input's JSON bytes, plus one:
+		// "hi" (1) + 40; the messages array (9) + 40; 152 bytes of input (39).
+		{"/v1/responses", `{"model":"sim-model","input":"hi","max_output_tokens":40}`, 41},
+		{"/v1/messages", `{"model":"sim-model","max_tokens":40,"messages":[{"role":"user","content":"hi"}]}`, 49},
+		{"/v1/embeddings", `{"model":"sim-model","input":"` + strings.Repeat("word ", 30) + `"}`, 39},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			// Slow enough that no admitted request settles (and gives back
+			// the unused part of its reservation) before all 12 are decided.
+			sim := newSim(t, vllmsim.Config{TTFT: 500 * time.Millisecond, ITL: time.Millisecond})
+			s := startStack(t, "\ndefaults: {tpm: 100, rate: 1000}\n"+tenantsYAML, sim)
+			codes := make(chan int, 12)
+			for range 12 {
+				go func() {
+					resp := s.post(t.Context(), tc.path, "sk-alice", tc.body)
+					readAll(t, resp.Body)
+					codes <- resp.StatusCode
+				}()
+			}
+			ok := 0
+			for range 12 {
+				switch c := <-codes; c {
+				case 200:
+					ok++
+				case 429:
+				default:
+					t.Errorf("status %d", c)
+				}
+			}
+			if want := 100 / tc.perRequest; ok != want {
+				t.Errorf("%d admitted, want %d (100 TPM / %d reserved each)", ok, want, tc.perRequest)
+			}
+			if n := len(sim.Arrivals()); n != ok {
+				t.Errorf("the model saw %d requests, %d were admitted", n, ok)
+			}
+		})
+	}
+}
