@@ -76,11 +76,19 @@ func TestResponsesAffinityAndCrossTenant(t *testing.T) {
 	}
 	w = r.call("POST", "/v1/responses/"+id+"/cancel", "", "Authorization: Bearer ka")
 	expect(t, w, 200, `{"id":"`+id+`","object":"response","status":"cancelled"}`)
+	// A streamed retrieval answered with JSON (the response is finished)
+	// is passed on as JSON, query and all.
+	w = r.call("GET", "/v1/responses/"+id+"?stream=true", "", "Authorization: Bearer ka")
+	expect(t, w, 200, `{"id":"`+id+`","object":"response","status":"completed"}`)
+	expectHeader(t, w, "Content-Type", "application/json")
+	if got := home.seen()[8]; got.Path != "/v1/responses/"+id+"?stream=true" || got.Method != "GET" || got.ContentType != "" {
+		t.Errorf("streamed retrieval reached the upstream as %+v", got)
+	}
 	if n := len(other.seen()); n != 0 {
 		t.Errorf("the other upstream got %d requests: %+v", n, other.seen())
 	}
-	if n := len(home.seen()); n != 8 {
-		t.Errorf("home upstream got %d requests, want 8", n)
+	if n := len(home.seen()); n != 9 {
+		t.Errorf("home upstream got %d requests, want 9", n)
 	}
 
 	notFound := `{"error":{"message":"Response with id '` + id + `' not found.","type":"invalid_request_error","param":"response_id","code":"not_found"}}`
@@ -90,7 +98,7 @@ func TestResponsesAffinityAndCrossTenant(t *testing.T) {
 		`{"error":{"message":"Response with id '`+id+`' not found.","type":"invalid_request_error","param":"previous_response_id","code":"not_found"}}`)
 	expect(t, r.call("GET", "/v1/responses/resp_never", "", "Authorization: Bearer ka"), 404,
 		`{"error":{"message":"Response with id 'resp_never' not found.","type":"invalid_request_error","param":"response_id","code":"not_found"}}`)
-	if n := len(home.seen()); n != 8 {
+	if n := len(home.seen()); n != 9 {
 		t.Errorf("a refused probe reached the upstream: %d requests", n)
 	}
 }
