@@ -122,3 +122,38 @@ func TestTPMNotOvershotUnderConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// A client that leaves while its /v1/responses or /v1/messages stream is
+// queued: the request leaves its bucket and never reaches the model.
+func TestDisconnectWhileQueuedOnEveryGenerationRoute(t *testing.T) {
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/responses", `{"model":"sim-model","stream":true,"max_output_tokens":2,"input":"hi"}`},
+		{"/v1/messages", `{"model":"sim-model","stream":true,"max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			sim := newSim(t, fastSim())
+			s := startStack(t, "\ndefaults: {rate: 0.5, backlog: 100, max_wait: 10s}\n"+tenantsYAML, sim)
+			readAll(t, s.post(t.Context(), tc.path, "sk-alice", tc.body).Body) // takes the bucket's release
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url+tc.path, strings.NewReader(tc.body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer sk-alice")
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}()
+			k := key("alice", "sim-model")
+			eventually(t, time.Minute, "the request to be queued", func() bool { return s.app.Queue.Backlog(k) == 1 })
+			cancel()
+			<-done
+			eventually(t, time.Minute, "the cancelled request to leave its bucket", func() bool { return s.app.Queue.Backlog(k) == 0 })
+			time.Sleep(2500 * time.Millisecond) // past its release slot
+			if n := len(sim.Arrivals()); n != 1 {
+				t.Fatalf("the model saw %d requests, want only the first", n)
+			}
+		})
+	}
+}
