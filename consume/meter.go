@@ -32,29 +32,43 @@ type meter struct {
 	// events; charged is the service charged so far.
 	prompt, expected, streamed, charged float64
 	settled                             bool // final usage seen: the totals are exact
+	tally                               Tally
 }
 
 // startMeter charges the request's expected service and returns its meter.
 func startMeter(s *fairshare.Scheduler, k policy.Key, w float64, req *Request, now time.Time) *meter {
-	m := &meter{sched: s, k: k, w: w, prompt: float64(req.PromptTokens), expected: float64(req.CompletionTokens)}
+	m := &meter{sched: s, k: k, w: w, prompt: float64(req.PromptTokens), expected: float64(req.CompletionTokens),
+		tally: Tally{Shape: req.Shape}}
 	m.charged = m.prompt + w*m.expected
 	s.Start(k, m.charged, now)
 	return m
 }
 
-// observe charges what ev shows of the response.
+// observe charges what ev shows of the response. Which streamed events
+// are generated tokens, and where usage is reported, depends on the
+// request's Shape: every data event but the usage chunk on chat, only
+// response.output_text.delta on Responses, content_block_delta on
+// Messages.
 func (m *meter) observe(ev Event) {
-	if m.settled || (ev.Kind != EventChunk && ev.Kind != EventBody) {
+	if m.settled {
 		return
 	}
-	if u, ok := ParseUsage(ev.Data); ok {
-		m.usage(u, ev.Kind == EventBody || u.Only)
-		return
-	}
-	if ev.Kind == EventChunk {
-		m.streamed++
-		if m.streamed > m.expected {
-			m.add(m.w)
+	switch ev.Kind {
+	case EventBody:
+		if m.tally.Body(ev.Data) {
+			m.usage(m.tally.Usage, true)
+		}
+	case EventChunk:
+		token, reported := m.tally.Chunk(ev.Name, ev.Data)
+		if reported {
+			m.usage(m.tally.Usage, m.tally.Final)
+			return
+		}
+		if token {
+			m.streamed++
+			if m.streamed > m.expected {
+				m.add(m.w)
+			}
 		}
 	}
 }

@@ -15,10 +15,26 @@ import (
 type Request struct {
 	ID  string     // request id (a UUID): registry key, idempotency key, X-Request-Id upstream
 	Key policy.Key // its bucket
-	// Path is the upstream path, e.g. /v1/chat/completions.
+	// Path is the upstream path, e.g. /v1/chat/completions, with its
+	// query if any.
 	Path   string
 	Body   []byte
 	Stream bool
+	// Method is the upstream method; empty means POST.
+	Method string
+	// ContentType is the body's type; empty means application/json (a
+	// multipart audio upload carries its boundary here).
+	ContentType string
+	// Header holds extra request headers for the upstream (e.g.
+	// anthropic-version). Nil means none.
+	Header http.Header
+	// Upstream pins the request to the upstream with this URL (a
+	// follow-up of a stored response lives there only). Empty means any
+	// upstream serving the model.
+	Upstream string
+	// Shape is the wire shape of the response: how its usage and
+	// generated tokens are read and how its stream ends.
+	Shape Shape
 	// Band is the tenant's priority band for pool capacity (0 = high,
 	// 1 = normal, 2 = low) and Weight its fair-share weight (> 0).
 	Band   int
@@ -44,7 +60,8 @@ const (
 	// It comes first, before any EventChunk or EventBody.
 	EventHeader EventKind = iota
 	// EventChunk: one SSE event's data payload from the upstream, as
-	// received (without the "data: " prefix and the blank line).
+	// received (without the "data: " prefix and the blank line), and
+	// its "event:" name in Name (empty for unnamed events).
 	EventChunk
 	// EventBody: the complete body of a non-streamed response.
 	EventBody
@@ -60,8 +77,11 @@ type Event struct {
 	Kind   EventKind
 	Status int
 	Header http.Header
-	Data   []byte
-	Err    error
+	// Upstream is, on EventHeader, the URL of the upstream that answered.
+	Upstream string
+	Name     string // EventChunk: the SSE event name, if any
+	Data     []byte
+	Err      error
 	// At is when the consumer produced the event (for time-to-first-token).
 	At time.Time
 }
@@ -151,4 +171,25 @@ func (p *Pending) ReleasedAt() time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n)
+}
+
+// Direct returns a Pending for a request that skips the queue (a direct
+// route: tokenize, count_tokens, a stored response's retrieval): it is
+// dispatched at once, and do performs it in a goroutine that sends its
+// events and ends with EventDone or EventError, as the consumer would.
+// Cancelling ctx aborts do; the caller cancels ctx and then calls wait,
+// which returns once the goroutine has.
+func Direct(ctx context.Context, req *Request, do func(context.Context, *Request, func(Event) error) error) (p *Pending, wait func()) {
+	p = newPending(ctx, req)
+	p.claim(time.Now())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := do(ctx, req, p.Send); err != nil {
+			p.Send(Event{Kind: EventError, Err: err})
+			return
+		}
+		p.Send(Event{Kind: EventDone})
+	}()
+	return p, func() { <-done }
 }

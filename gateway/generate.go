@@ -10,11 +10,11 @@ import (
 	"github.com/pacegate/pacegate/policy"
 )
 
-// exchange is one generation request in flight: what the handler knows
-// about it from admission to the last byte. Only the handler's goroutine
-// touches it.
+// exchange is one request in flight: what the handler knows about it from
+// admission to the last byte. Only the handler's goroutine touches it.
 type exchange struct {
 	id       string
+	rt       *route
 	tenant   *policy.Tenant
 	key      policy.Key
 	req      *apiRequest
@@ -25,30 +25,41 @@ type exchange struct {
 	log      *logInfo
 
 	firstByte time.Time
-	usage     int64 // real total tokens, -1 until known
+	tally     consume.Tally // the response's usage, in the route's shape
+	upstream  string        // the upstream that answered
+	learned   bool          // the response id was remembered
+	header    http.Header   // a streamed request's JSON answer's headers
+	wroteBody bool          // that answer was sent
 }
 
-// generate serves a generation route. It reads straight: authenticate,
-// parse and admit (decisions only), submit to the queue, respond. Every
-// refusal goes out through refuse.
-func (s *Server) generate(ep endpoint) http.HandlerFunc {
+// serve serves one route of the table. It reads straight: authenticate,
+// parse and admit (decisions only), submit to the queue (or forward at
+// once for a direct route), respond. Every refusal goes out through
+// refuse.
+func (s *Server) serve(rt *route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		x, e := s.admit(r, ep)
+		x, e := s.admit(r, rt)
 		if x != nil {
 			setRateLimitHeaders(w.Header(), x.adm)
 		}
 		if e != nil {
-			s.refuse(w, x, e)
+			s.refuse(w, rt, x, e)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		x.ctx = ctx
-		if e := s.submit(x); e != nil {
-			s.refuse(w, x, e)
-			return
+		if rt.kind == kindQueued {
+			if e := s.submit(x); e != nil {
+				s.refuse(w, rt, x, e)
+				return
+			}
+			defer s.cfg.Queue.Finish(x.pending)
+		} else {
+			p, wait := consume.Direct(ctx, s.upstreamRequest(x), s.cfg.Direct.Forward)
+			x.pending = p
+			defer func() { cancel(); wait() }()
 		}
-		defer s.cfg.Queue.Finish(x.pending)
 		gw, release := guardWrites(w, s.cfg.WriteStallTimeout)
 		defer release()
 		s.finish(x, s.respond(gw, r, x))
@@ -59,32 +70,38 @@ func (s *Server) generate(ep endpoint) http.HandlerFunc {
 // It decides and writes nothing: a refusal comes back as an *APIError,
 // with the exchange when the request got as far as admission (so that
 // its reservation is settled and its headers sent).
-func (s *Server) admit(r *http.Request, ep endpoint) (*exchange, *APIError) {
+func (s *Server) admit(r *http.Request, rt *route) (*exchange, *APIError) {
 	if s.draining.Load() {
 		return nil, errUnavailable("pacegate is shutting down; retry on another replica.")
 	}
-	tenant, e := s.authenticate(r)
+	tenant, e := s.authenticate(r, rt.dialect)
 	if e != nil {
 		return nil, e
 	}
-	body, e := readBody(r, s.cfg.MaxBodyBytes)
-	if e != nil {
-		return nil, e
-	}
-	req, e := parseAPIRequest(body, ep)
+	req, e := s.parse(r, rt, tenant.ID)
 	if e != nil {
 		return nil, e
 	}
 	li := infoFrom(r.Context())
 	li.tenant, li.model = tenant.ID, req.Model
-	if !s.serves(req.Model) {
+	if rt.kind != kindFollowUp && !s.serves(req.Model) {
 		return nil, errModelNotFound(req.Model)
 	}
-	x := &exchange{id: li.id, tenant: tenant, key: policy.Key{Tenant: tenant.ID, Model: req.Model},
-		req: req, admitted: time.Now(), log: li, usage: -1}
-	x.adm = s.cfg.Admitter.Admit(tenant, req.Model, s.reservation(req))
+	if req.PreviousID != "" {
+		p, e := s.pinTo(req.PreviousID, tenant.ID, "previous_response_id")
+		if e != nil {
+			return nil, e
+		}
+		req.Upstream = p.upstream
+	}
+	x := &exchange{id: li.id, rt: rt, tenant: tenant, key: policy.Key{Tenant: tenant.ID, Model: req.Model},
+		req: req, admitted: time.Now(), log: li, tally: consume.Tally{Shape: rt.shape}}
+	x.adm = s.cfg.Admitter.Admit(tenant, req.Model, s.reservation(rt, req))
 	if !x.adm.Allowed {
 		return x, rateLimitError(x)
+	}
+	if rt.kind != kindQueued {
+		return x, nil
 	}
 	if wait, over := s.predictedWait(x.key); over > 0 {
 		return x, maxWaitError(x, wait, s.cfg.Table.Limits(x.key).MaxWait, over)
@@ -92,15 +109,64 @@ func (s *Server) admit(r *http.Request, ep endpoint) (*exchange, *APIError) {
 	return x, nil
 }
 
+// parse reads and checks the request of route rt: a JSON or multipart
+// body, or, for a follow-up, the stored response it names.
+func (s *Server) parse(r *http.Request, rt *route, tenant string) (*apiRequest, *APIError) {
+	switch {
+	case rt.kind == kindFollowUp:
+		return s.followUp(r, rt, tenant)
+	case rt.form:
+		body, ct, e := readForm(r, s.cfg.MaxBodyBytes)
+		if e != nil {
+			return nil, e
+		}
+		return parseForm(body, ct, rt)
+	}
+	body, e := readBody(r, s.cfg.MaxBodyBytes)
+	if e != nil {
+		return nil, e
+	}
+	req, e := parseAPIRequest(body, rt)
+	if e == nil && rt.dialect == dialectAnthropic {
+		req.Header = anthropicHeaders(r.Header)
+	}
+	return req, e
+}
+
+// anthropicHeaders are the request headers an Anthropic route passes
+// upstream: the API version and beta flags the client asked for.
+func anthropicHeaders(h http.Header) http.Header {
+	var out http.Header
+	for _, k := range []string{"Anthropic-Version", "Anthropic-Beta"} {
+		if v := h.Values(k); len(v) > 0 {
+			if out == nil {
+				out = http.Header{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // reservation is the token cost reserved at admission.
-func (s *Server) reservation(req *apiRequest) int64 {
-	return req.PromptTokens + s.expectedCompletion(req)
+func (s *Server) reservation(rt *route, req *apiRequest) int64 {
+	switch rt.charge {
+	case chargeRequest:
+		return 0
+	case chargeInput:
+		return req.PromptTokens
+	}
+	return req.PromptTokens + s.expectedCompletion(rt, req)
 }
 
 // expectedCompletion is what a request is expected to generate: its
-// max_tokens, or the default reservation when it sets none.
-func (s *Server) expectedCompletion(req *apiRequest) int64 {
-	if req.MaxTokens > 0 {
+// output limit, or the default reservation when it sets none; nothing
+// for a route that generates nothing.
+func (s *Server) expectedCompletion(rt *route, req *apiRequest) int64 {
+	switch {
+	case rt.charge != chargeGeneration:
+		return 0
+	case req.MaxTokens > 0:
 		return req.MaxTokens
 	}
 	return s.cfg.DefaultCompletionTokens
@@ -125,14 +191,20 @@ func (s *Server) predictedWait(k policy.Key) (wait, over time.Duration) {
 	return wait, 0
 }
 
+// upstreamRequest is what the consumer (or a direct forward) sends
+// upstream for x.
+func (s *Server) upstreamRequest(x *exchange) *consume.Request {
+	return &consume.Request{
+		ID: x.id, Key: x.key, Path: x.req.Path, Body: x.req.Body, Stream: x.req.Stream,
+		Method: x.req.Method, ContentType: x.req.ContentType, Header: x.req.Header, Upstream: x.req.Upstream, Shape: x.rt.shape,
+		Band: x.tenant.Priority.Band(), Weight: x.tenant.Weight, PromptTokens: x.req.PromptTokens,
+		CompletionTokens: s.expectedCompletion(x.rt, x.req), MaxBacklog: s.cfg.Table.Limits(x.key).Backlog, Submitted: x.admitted,
+	}
+}
+
 // submit hands the request to the queue.
 func (s *Server) submit(x *exchange) *APIError {
-	limits := s.cfg.Table.Limits(x.key)
-	p, err := s.cfg.Queue.Submit(x.ctx, &consume.Request{
-		ID: x.id, Key: x.key, Path: x.req.Path, Body: x.req.Body, Stream: x.req.Stream,
-		Band: x.tenant.Priority.Band(), Weight: x.tenant.Weight, PromptTokens: x.req.PromptTokens,
-		CompletionTokens: s.expectedCompletion(x.req), MaxBacklog: limits.Backlog, Submitted: x.admitted,
-	})
+	p, err := s.cfg.Queue.Submit(x.ctx, s.upstreamRequest(x))
 	if err == nil {
 		x.pending = p
 		return nil
@@ -152,14 +224,14 @@ func (s *Server) submit(x *exchange) *APIError {
 
 // refuse answers a request that will not be served: every 429 and every
 // error before the queue goes out here, and is reported once.
-func (s *Server) refuse(w http.ResponseWriter, x *exchange, e *APIError) {
+func (s *Server) refuse(w http.ResponseWriter, rt *route, x *exchange, e *APIError) {
 	if x != nil {
 		if e.Status == http.StatusTooManyRequests {
 			s.cfg.Observer.Rejected(x.key.Tenant, x.key.Model, e.Reason)
 		}
 		s.finish(x, outcomeOf(e))
 	}
-	writeError(w, e)
+	rt.dialect.writeError(w, e)
 }
 
 // finish settles the token account and reports the outcome.
@@ -170,10 +242,14 @@ func (s *Server) finish(x *exchange, outcome string) {
 		case x.pending == nil || !x.pending.Dispatched():
 			// The request never reached the model: nothing to charge.
 			s.cfg.Admitter.Refund(x.adm.Reservation)
-		case x.usage >= 0:
-			s.cfg.Admitter.Reconcile(x.adm.Reservation, x.usage)
+		case x.rt.charge == chargeRequest:
+			// Nothing was reserved, and nothing is charged.
+		case x.tally.Final || (x.req.Stream && (x.tally.Known || x.tally.Streamed > 0)):
+			// The reported usage; or, for a stream cut short, what it
+			// produced (the prompt, and the tokens streamed so far).
+			s.cfg.Admitter.Reconcile(x.adm.Reservation, x.tally.Charge(x.req.PromptTokens))
 		}
-		// Otherwise (dispatched, usage unknown) the reservation stands:
+		// Otherwise (dispatched, nothing known) the reservation stands:
 		// the model may have spent up to that much.
 	}
 	s.cfg.Observer.Request(x.key.Tenant, x.key.Model, outcome)

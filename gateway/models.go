@@ -22,7 +22,7 @@ type modelEntry struct {
 // listModels serves GET /v1/models: the configured models merged with what
 // the pool discovered, sorted.
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
-	if _, e := s.authenticate(r); e != nil {
+	if _, e := s.authenticate(r, dialectOpenAI); e != nil {
 		writeError(w, e)
 		return
 	}

@@ -7,22 +7,12 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 )
 
-// endpoint is one of the two generation routes.
-type endpoint struct {
-	path      string // upstream path
-	inputName string // "messages" or "prompt": what the request must carry
-}
-
-var (
-	chatEndpoint       = endpoint{path: "/v1/chat/completions", inputName: "messages"}
-	completionEndpoint = endpoint{path: "/v1/completions", inputName: "prompt"}
-)
-
-// apiRequest is what the gateway needs to know about a generation request.
-// The body itself is forwarded with every field the client sent.
+// apiRequest is what the gateway needs to know about a request. The body
+// itself is forwarded with every field the client sent.
 type apiRequest struct {
 	Model        string
 	Stream       bool
@@ -30,7 +20,15 @@ type apiRequest struct {
 	MaxTokens    int64 // 0 when the client set none
 	PromptTokens int64 // estimate, for the TPM reservation
 	Body         []byte
-	Path         string // upstream path
+	Path         string      // upstream path, with its query if any
+	Method       string      // upstream method; empty means POST
+	Header       http.Header // extra upstream headers (anthropic-version)
+	ContentType  string      // the body's type; empty means application/json
+	// PreviousID is a Responses request's previous_response_id, and
+	// Upstream the upstream it is pinned to (found from it, or from a
+	// follow-up's response id).
+	PreviousID string
+	Upstream   string
 }
 
 // maxModelNameBytes bounds the model name, which ends up in queue names,
@@ -46,6 +44,11 @@ func readBody(r *http.Request, limit int64) ([]byte, *APIError) {
 			Message: "Content-Type must be application/json, got " + quoteOrEmpty(ct),
 			Type:    "invalid_request_error"}
 	}
+	return readLimited(r, limit)
+}
+
+// readLimited reads the body, at most limit bytes.
+func readLimited(r *http.Request, limit int64) ([]byte, *APIError) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	switch {
@@ -59,30 +62,26 @@ func readBody(r *http.Request, limit int64) ([]byte, *APIError) {
 	return body, nil
 }
 
-// parseAPIRequest validates the fields the gateway relies on and returns
-// the body to forward: for a streamed request it always asks the upstream
-// for the usage chunk, so that the real tokens can be charged.
-func parseAPIRequest(body []byte, ep endpoint) (*apiRequest, *APIError) {
+// parseAPIRequest validates the fields the gateway relies on (the model,
+// stream, and the route's own) and returns the body to forward: for a
+// streamed chat or completion it always asks the upstream for the usage
+// chunk, so that the real tokens can be charged.
+func parseAPIRequest(body []byte, rt *route) (*apiRequest, *APIError) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return nil, errInvalidRequest("We could not parse the JSON body of your request: it must be a JSON object.", "")
 	}
-	req := &apiRequest{Path: ep.path}
+	req := &apiRequest{Path: rt.upstreamPath(), WantsUsage: !rt.forceUsage}
 	if e := decodeModel(fields, req); e != nil {
 		return nil, e
 	}
 	if e := decodeOptional(fields, "stream", &req.Stream); e != nil {
 		return nil, e
 	}
-	if e := decodeLimits(fields, req); e != nil {
+	if e := rt.fields(fields, req); e != nil {
 		return nil, e
 	}
-	input, ok := fields[ep.inputName]
-	if !ok || isNull(input) {
-		return nil, errInvalidRequest("Missing required parameter: '"+ep.inputName+"'.", ep.inputName)
-	}
-	req.PromptTokens = estimateTokens(input)
-	if req.Stream {
+	if req.Stream && rt.forceUsage {
 		out, e := bodyWithUsage(body, fields, req)
 		if e != nil {
 			return nil, e
@@ -91,6 +90,52 @@ func parseAPIRequest(body []byte, ep endpoint) (*apiRequest, *APIError) {
 	}
 	req.Body = body
 	return req, nil
+}
+
+// generation is the fields check of chat and completions: the input
+// named input is required, and max_completion_tokens or max_tokens
+// bound the output.
+func generation(input string) func(map[string]json.RawMessage, *apiRequest) *APIError {
+	return func(fields map[string]json.RawMessage, req *apiRequest) *APIError {
+		if e := decodeLimits(fields, req, "max_completion_tokens", "max_tokens"); e != nil {
+			return e
+		}
+		return inputs(nil, input)(fields, req)
+	}
+}
+
+// inputs requires every field in required and estimates the prompt from
+// them and from the optional fields present.
+func inputs(optional []string, required ...string) func(map[string]json.RawMessage, *apiRequest) *APIError {
+	return func(fields map[string]json.RawMessage, req *apiRequest) *APIError {
+		for _, name := range required {
+			raw, ok := fields[name]
+			if !ok || isNull(raw) {
+				return errInvalidRequest("Missing required parameter: '"+name+"'.", name)
+			}
+			req.PromptTokens += estimateTokens(raw)
+		}
+		for _, name := range optional {
+			if raw, ok := fields[name]; ok && !isNull(raw) {
+				req.PromptTokens += estimateTokens(raw)
+			}
+		}
+		return nil
+	}
+}
+
+// oneOf requires at least one of names and estimates the prompt from
+// those present.
+func oneOf(names ...string) func(map[string]json.RawMessage, *apiRequest) *APIError {
+	return func(fields map[string]json.RawMessage, req *apiRequest) *APIError {
+		if e := inputs(names)(fields, req); e != nil {
+			return e
+		}
+		if req.PromptTokens == 0 {
+			return errInvalidRequest("Missing required parameter: one of '"+strings.Join(names, "', '")+"'.", names[0])
+		}
+		return nil
+	}
 }
 
 // usageOption is what a streamed body without stream_options gets:
@@ -129,17 +174,28 @@ func decodeModel(fields map[string]json.RawMessage, req *apiRequest) *APIError {
 	if !ok || isNull(raw) {
 		return errInvalidRequest("Missing required parameter: 'model'.", "model")
 	}
-	if err := json.Unmarshal(raw, &req.Model); err != nil || req.Model == "" {
+	if err := json.Unmarshal(raw, &req.Model); err != nil {
 		return errInvalidRequest("Invalid value for 'model': expected a non-empty string.", "model")
 	}
-	if len(req.Model) > maxModelNameBytes || !utf8.ValidString(req.Model) || hasControl(req.Model) {
+	return checkModel(req.Model)
+}
+
+// checkModel bounds a model name, which ends up in queue names, metric
+// labels and logs.
+func checkModel(model string) *APIError {
+	if model == "" {
+		return errInvalidRequest("Invalid value for 'model': expected a non-empty string.", "model")
+	}
+	if len(model) > maxModelNameBytes || !utf8.ValidString(model) || hasControl(model) {
 		return errInvalidRequest("Invalid value for 'model': not a valid model name.", "model")
 	}
 	return nil
 }
 
-func decodeLimits(fields map[string]json.RawMessage, req *apiRequest) *APIError {
-	for _, name := range []string{"max_completion_tokens", "max_tokens"} {
+// decodeLimits reads the output limit from the first of names set (for
+// chat, max_completion_tokens wins over max_tokens, as in vLLM).
+func decodeLimits(fields map[string]json.RawMessage, req *apiRequest, names ...string) *APIError {
+	for _, name := range names {
 		var n *int64
 		if e := decodeOptional(fields, name, &n); e != nil {
 			return e
@@ -150,7 +206,7 @@ func decodeLimits(fields map[string]json.RawMessage, req *apiRequest) *APIError 
 		if *n < 1 {
 			return errInvalidRequest("Invalid value for '"+name+"': must be at least 1.", name)
 		}
-		if req.MaxTokens == 0 { // max_completion_tokens wins, as in vLLM
+		if req.MaxTokens == 0 {
 			req.MaxTokens = *n
 		}
 	}

@@ -10,7 +10,7 @@ import (
 func TestParseGenRequest(t *testing.T) {
 	cases := []struct {
 		name       string
-		ep         endpoint
+		ep         *route
 		body       string
 		wantErr    string // APIError message; empty = valid
 		wantStream bool
@@ -110,11 +110,21 @@ func FuzzParseAPIRequest(f *testing.F) {
 		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[],"max_tokens":3}`,
 		`{"model":"m","prompt":"x","max_completion_tokens":1}`,
 		`{"model":null}`, `[]`, `{`, `{"model":"\u0000"}`,
+		`{"model":"m","input":"hi","instructions":"x","max_output_tokens":4,"previous_response_id":"resp_1","stream":true}`,
+		`{"model":"m","input":[{"role":"user","content":"hi"}],"previous_response_id":"a/b"}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"system":"s","max_tokens":8,"stream":true}`,
+		`{"model":"m","input":["a","b",[1,2,3]]}`,
+		`{"model":"m","query":"q","documents":["a","b"],"top_n":1}`,
+		`{"model":"m","text_1":"a","text_2":["b","c"]}`,
+		`{"model":"m","tokens":[1,2,3]}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, ep := range []endpoint{chatEndpoint, completionEndpoint} {
+		for _, ep := range routeTable { // every JSON route's parser
+			if ep.fields == nil {
+				continue
+			}
 			req, e := parseAPIRequest(body, ep)
 			if e != nil {
 				if e.Status != http.StatusBadRequest || e.Message == "" {
@@ -125,9 +135,24 @@ func FuzzParseAPIRequest(f *testing.F) {
 			if req.Model == "" || !json.Valid(req.Body) {
 				t.Fatalf("accepted request with model %q body %q", req.Model, req.Body)
 			}
-			if req.Stream && !strings.Contains(string(req.Body), `"include_usage":true`) {
+			if ep.forceUsage && req.Stream && !strings.Contains(string(req.Body), `"include_usage":true`) {
 				t.Fatalf("streamed body does not ask for usage: %s", req.Body)
 			}
 		}
 	})
 }
+
+// routeFor finds a route of the table.
+func routeFor(method, path string) *route {
+	for _, rt := range routeTable {
+		if rt.method == method && rt.path == path {
+			return rt
+		}
+	}
+	panic("no route " + method + " " + path)
+}
+
+var (
+	chatEndpoint       = routeFor("POST", "/v1/chat/completions")
+	completionEndpoint = routeFor("POST", "/v1/completions")
+)

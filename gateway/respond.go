@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"mime"
 	"net/http"
 	"time"
 
@@ -30,29 +31,28 @@ func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange
 		select {
 		case <-bandWait:
 			if e := s.leaveBand(x); e != nil {
-				writeError(w, e)
+				x.rt.dialect.writeError(w, e)
 				return OutcomeRejected
 			}
 		case ev := <-x.pending.Events():
 			switch ev.Kind {
 			case consume.EventHeader:
-				status, header = ev.Status, ev.Header
+				status, header, x.upstream = ev.Status, ev.Header, ev.Upstream
 				s.markFirstByte(x, ev.At)
 			case consume.EventBody:
-				if u, ok := consume.ParseUsage(ev.Data); ok {
-					x.usage = u.TotalTokens
-				}
+				x.tally.Body(ev.Data)
+				s.learnID(x, "", ev.Data)
 				copyContentType(w.Header(), header)
 				w.WriteHeader(status)
 				_, _ = w.Write(ev.Data)
 				wrote = true
 			case consume.EventError:
-				e := upstreamError(ev.Err)
-				writeError(w, e)
+				e := s.upstreamErr(x, ev.Err)
+				x.rt.dialect.writeError(w, e)
 				return outcomeOfUpstream(e)
 			case consume.EventDone:
 				if !wrote { // never answer 200 with nothing
-					writeError(w, errUpstream("The model server sent no response body."))
+					x.rt.dialect.writeError(w, errUpstream("The model server sent no response body."))
 					return OutcomeUpstreamError
 				}
 				return OutcomeOK
@@ -61,10 +61,10 @@ func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange
 			if r.Context().Err() != nil {
 				return OutcomeClientGone
 			}
-			writeError(w, errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)))
+			x.rt.dialect.writeError(w, errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)))
 			return OutcomeTimeout
 		case <-s.cut:
-			writeError(w, errShutdown())
+			x.rt.dialect.writeError(w, errShutdown())
 			return OutcomeUnavailable
 		}
 	}
@@ -84,7 +84,7 @@ func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, x *exchan
 		select {
 		case <-bandWait:
 			if e := s.leaveBand(x); e != nil {
-				s.streamError(w, sw, e)
+				s.streamError(w, sw, x, e)
 				return OutcomeRejected
 			}
 		case ev := <-x.pending.Events():
@@ -106,64 +106,89 @@ func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, x *exchan
 			if r.Context().Err() != nil {
 				return OutcomeClientGone
 			}
-			s.streamError(w, sw, errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)))
+			s.streamError(w, sw, x, errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)))
 			return OutcomeTimeout
 		case <-s.cut:
-			s.streamError(w, sw, errShutdown())
+			s.streamError(w, sw, x, errShutdown())
 			return OutcomeUnavailable
 		}
 	}
 }
 
 // streamEvent writes one consumer event; done reports the end of the
-// response.
+// response. Named events (Responses, Messages) keep their names.
 func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange, ev consume.Event) (outcome string, done bool) {
 	switch ev.Kind {
 	case consume.EventHeader:
 		s.markFirstByte(x, ev.At)
-		if !sw.HeaderWritten() {
-			sw.WriteHeader(http.StatusOK)
+		x.upstream = ev.Upstream
+		if !sw.HeaderWritten() && !isEventStream(ev.Header) {
+			// A JSON answer to a streamed request (a retrieval of a
+			// finished response): sent as it is, below.
+			x.header = ev.Header
+			return "", false
 		}
-	case consume.EventChunk:
-		if !s.forwardChunk(x, ev.Data) {
+		sw.WriteHeader(http.StatusOK)
+	case consume.EventBody:
+		x.tally.Body(ev.Data)
+		if !sw.HeaderWritten() {
+			copyContentType(w.Header(), x.header)
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(ev.Data)
+			x.wroteBody = true
 			return "", false
 		}
 		if err := sw.Data(ev.Data); err != nil {
 			return OutcomeClientGone, true
 		}
+	case consume.EventChunk:
+		s.learnID(x, ev.Name, ev.Data)
+		if !s.forwardChunk(x, ev.Name, ev.Data) {
+			return "", false
+		}
+		if err := writeChunk(sw, ev); err != nil {
+			return OutcomeClientGone, true
+		}
 	case consume.EventError:
-		e := upstreamError(ev.Err)
-		s.streamError(w, sw, e)
+		e := s.upstreamErr(x, ev.Err)
+		s.streamError(w, sw, x, e)
 		return outcomeOfUpstream(e), true
 	case consume.EventDone:
-		if !sw.HeaderWritten() {
-			sw.WriteHeader(http.StatusOK)
+		if x.wroteBody {
+			return OutcomeOK, true
 		}
-		_ = sw.Done()
+		sw.WriteHeader(http.StatusOK)
+		if !x.rt.shape.Named() {
+			_ = sw.Done()
+		}
 		return OutcomeOK, true
 	}
 	return "", false
 }
 
+func writeChunk(sw *sse.Writer, ev consume.Event) error {
+	if ev.Name != "" {
+		return sw.Event(ev.Name, ev.Data)
+	}
+	return sw.Data(ev.Data)
+}
+
 // forwardChunk records usage and decides whether the client gets the
 // chunk: the usage-only chunk the gateway asked for is dropped unless the
 // client asked for it too.
-func (s *Server) forwardChunk(x *exchange, data []byte) bool {
-	u, ok := consume.ParseUsage(data)
-	if ok {
-		x.usage = u.TotalTokens
-	}
-	return !ok || !u.Only || x.req.WantsUsage
+func (s *Server) forwardChunk(x *exchange, name string, data []byte) bool {
+	_, reported := x.tally.Chunk(name, data)
+	return !reported || x.rt.shape != consume.ShapeOpenAI || !x.tally.Usage.Only || x.req.WantsUsage
 }
 
 // streamError ends a stream with an error: as a JSON response while
-// nothing was sent yet, as a data event after that.
-func (s *Server) streamError(w http.ResponseWriter, sw *sse.Writer, e *APIError) {
+// nothing was sent yet, as the dialect's error event after that.
+func (s *Server) streamError(w http.ResponseWriter, sw *sse.Writer, x *exchange, e *APIError) {
 	if !sw.HeaderWritten() {
-		writeError(w, e)
+		x.rt.dialect.writeError(w, e)
 		return
 	}
-	_ = sw.Data(e.MarshalBody())
+	_ = x.rt.dialect.streamError(sw, x.rt.shape.Named(), e)
 }
 
 // queuedComment tells a waiting client where it stands.
@@ -224,6 +249,11 @@ func outcomeOfUpstream(e *APIError) string {
 		return OutcomeTimeout
 	}
 	return OutcomeUpstreamError
+}
+
+func isEventStream(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "text/event-stream"
 }
 
 func copyContentType(dst, src http.Header) {

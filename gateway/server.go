@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/upstream"
 	"github.com/pacegate/pacegate/policy"
 )
 
@@ -21,6 +23,12 @@ type Pool interface {
 	Models() []string
 	Serves(model string) bool
 	Ready() bool
+}
+
+// Forwarder sends a request straight to an upstream, outside the queue
+// (implemented by *upstream.Pool): direct routes and follow-ups.
+type Forwarder interface {
+	Forward(ctx context.Context, req *consume.Request, emit func(consume.Event) error) error
 }
 
 // Config wires a Server. Every pointer field is required unless it says
@@ -35,6 +43,15 @@ type Config struct {
 	// bucket before it gets a 429 queue_full (0: no bound). Nil means no
 	// bound for any band.
 	BandMaxWait func(policy.Priority) time.Duration
+	// Direct forwards direct routes (tokenize, count_tokens) and
+	// follow-ups of stored responses. Nil means the Pool, when it is a
+	// Forwarder; otherwise those routes answer 503.
+	Direct Forwarder
+	// AffinitySize bounds the stored-response ids remembered for
+	// follow-ups (least recently used go first). Zero means 65536.
+	AffinitySize int
+	// AffinityTTL forgets an id unused for this long. Zero means 1 h.
+	AffinityTTL time.Duration
 	// Models are served in addition to what the pool discovers.
 	Models []string
 	// MaxBodyBytes bounds a request body. Zero means 8 MiB.
@@ -69,12 +86,13 @@ type Server struct {
 	draining  atomic.Bool   // new generation requests get 503
 	cut       chan struct{} // closed by Cut
 	cutOnce   sync.Once
+	affinity  *affinity
 }
 
 // New returns a Server for cfg, with defaults filled in.
 func New(cfg Config) *Server {
 	cfg = withDefaults(cfg)
-	s := &Server{cfg: cfg, cut: make(chan struct{})}
+	s := &Server{cfg: cfg, cut: make(chan struct{}), affinity: newAffinity(cfg.AffinitySize, cfg.AffinityTTL, time.Now)}
 	s.router = s.routes()
 	return s
 }
@@ -91,6 +109,18 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.DefaultCompletionTokens <= 0 {
 		cfg.DefaultCompletionTokens = 256
+	}
+	if cfg.Direct == nil {
+		cfg.Direct, _ = cfg.Pool.(Forwarder)
+	}
+	if cfg.Direct == nil {
+		cfg.Direct = noForwarder{}
+	}
+	if cfg.AffinitySize <= 0 {
+		cfg.AffinitySize = 65536
+	}
+	if cfg.AffinityTTL <= 0 {
+		cfg.AffinityTTL = time.Hour
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
@@ -127,16 +157,15 @@ func (s *Server) Cut() { s.cutOnce.Do(func() { close(s.cut) }) }
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(s.requestID, s.recoverer, s.accessLog)
-	r.Post(chatEndpoint.path, s.generate(chatEndpoint))
-	r.Post(completionEndpoint.path, s.generate(completionEndpoint))
+	s.mount(r)
 	r.Get("/v1/models", s.listModels)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &APIError{Status: http.StatusNotFound, Message: "Unknown path " + r.URL.Path + ".", Type: "invalid_request_error", Code: "unknown_url"})
+		dialectOf(r.URL.Path).writeError(w, &APIError{Status: http.StatusNotFound, Message: "Unknown path " + r.URL.Path + ".", Type: "invalid_request_error", Code: "unknown_url"})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &APIError{Status: http.StatusMethodNotAllowed, Message: "Method " + r.Method + " is not allowed on " + r.URL.Path + ".", Type: "invalid_request_error"})
+		dialectOf(r.URL.Path).writeError(w, &APIError{Status: http.StatusMethodNotAllowed, Message: "Method " + r.Method + " is not allowed on " + r.URL.Path + ".", Type: "invalid_request_error"})
 	})
 	return r
 }
@@ -176,4 +205,11 @@ func stringErrs(ss []string) []error {
 		out[i] = errors.New(s)
 	}
 	return out
+}
+
+// noForwarder is the Direct of a Server whose pool cannot forward.
+type noForwarder struct{}
+
+func (noForwarder) Forward(context.Context, *consume.Request, func(consume.Event) error) error {
+	return fmt.Errorf("%w: no forwarder configured", upstream.ErrUpstreamUnavailable)
 }

@@ -20,11 +20,11 @@ func (s *slot) relay(ctx context.Context, stop context.CancelFunc, resp *http.Re
 	defer resp.Body.Close()
 	header := resp.Header.Clone()
 	removeHopByHop(header)
-	if err := emit(consume.Event{Kind: consume.EventHeader, Status: resp.StatusCode, Header: header}); err != nil {
+	if err := emit(consume.Event{Kind: consume.EventHeader, Status: resp.StatusCode, Header: header, Upstream: s.u.url}); err != nil {
 		return err
 	}
 	if req.Stream && isEventStream(resp.Header.Get("Content-Type")) {
-		err := s.relayStream(ctx, stop, resp.Body, emit)
+		err := s.relayStream(ctx, stop, resp.Body, req.Shape, emit)
 		if err == nil {
 			drain(resp.Body, stop)
 		}
@@ -45,13 +45,15 @@ func (s *slot) broken(ctx context.Context, err error) error {
 	return err
 }
 
-// relayStream emits one EventChunk per data event, up to [DONE]. Every
-// data event before it must be JSON, and the stream must end with it: an
-// upstream that breaks its stream in any way ends the client's stream
-// with an error, never with a silent, clean-looking end (an SDK takes a
-// clean EOF for a finished answer). A stream whose upstream is silent
-// for its idle timeout is aborted through stop.
-func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io.Reader, emit func(consume.Event) error) error {
+// relayStream emits one EventChunk per data event, with its event name,
+// up to the shape's last event: [DONE] (not relayed) for OpenAI,
+// response.completed or message_stop (relayed) for the named shapes.
+// Every data event before it must be JSON, and the stream must end with
+// it: an upstream that breaks its stream in any way ends the client's
+// stream with an error, never with a silent, clean-looking end (an SDK
+// takes a clean EOF for a finished answer). A stream whose upstream is
+// silent for its idle timeout is aborted through stop.
+func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io.Reader, shape consume.Shape, emit func(consume.Event) error) error {
 	idle := newIdleTimer(s.u.idle, stop)
 	defer idle.close()
 	d := sse.NewDecoder(body)
@@ -62,17 +64,22 @@ func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io
 			return fmt.Errorf("%w: %s: no event for %s", ErrStreamStalled, s.u.url, s.u.idle)
 		}
 		switch {
+		case err == io.EOF && shape.Named():
+			return s.malformed(ctx, "the stream ended before its last event")
 		case err == io.EOF:
 			return s.malformed(ctx, "the stream ended without [DONE]")
 		case err != nil:
 			return s.broken(ctx, err)
-		case string(ev.Data) == "[DONE]":
+		case !shape.Named() && shape.Ends(ev.Event, ev.Data):
 			return nil
 		case !json.Valid(ev.Data):
 			return s.malformed(ctx, "a data event is not JSON")
 		}
-		if err := emit(consume.Event{Kind: consume.EventChunk, Data: ev.Data}); err != nil {
+		if err := emit(consume.Event{Kind: consume.EventChunk, Name: ev.Event, Data: ev.Data}); err != nil {
 			return err
+		}
+		if shape.Named() && shape.Ends(ev.Event, ev.Data) {
+			return nil
 		}
 	}
 }

@@ -21,13 +21,15 @@ type slot struct {
 	headroom bool // taken by TryAcquireHeadroom: a retry may use headroom too
 	used     atomic.Bool
 	released atomic.Bool
+	// uncounted: a direct request's slot, not counted in u.inFlight.
+	uncounted bool
 }
 
 var errSlotUsed = errors.New("upstream: slot already used or released")
 
 // Release implements [consume.Slot.Release]; it is idempotent.
 func (s *slot) Release() {
-	if s.released.CompareAndSwap(false, true) {
+	if s.released.CompareAndSwap(false, true) && !s.uncounted {
 		s.p.release(s.u)
 	}
 }
@@ -41,6 +43,15 @@ func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.E
 	}
 	cur := s
 	defer func() { cur.Release() }()
+	if req.Upstream != "" && req.Upstream != s.u.url {
+		pin, err := s.p.pick(req.Key.Model, req.Upstream, !s.uncounted)
+		if err != nil {
+			return err
+		}
+		cur.Release()
+		cur = pin
+		cur.used.Store(true)
+	}
 	for attempt := 1; ; attempt++ {
 		resp, cancel, retry, err := cur.send(ctx, req)
 		if err == nil {
@@ -49,7 +60,7 @@ func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.E
 			cur.p.observe(cur.u, resp.StatusCode, err)
 			return err
 		}
-		if !retry || attempt > 1 || ctx.Err() != nil {
+		if !retry || attempt > 1 || ctx.Err() != nil || req.Upstream != "" {
 			return err
 		}
 		next := s.p.acquire(req.Key.Model, cur.u, s.headroom)
@@ -70,12 +81,24 @@ func (s *slot) send(ctx context.Context, req *consume.Request) (*http.Response, 
 	// Our own cancel aborts the upstream call when emit fails, even if
 	// the caller's ctx lives on.
 	actx, cancel := context.WithCancel(ctx)
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, s.u.url+req.Path, bytes.NewReader(req.Body))
+	method, ct := req.Method, req.ContentType
+	if method == "" {
+		method = http.MethodPost
+	}
+	if ct == "" {
+		ct = "application/json"
+	}
+	hreq, err := http.NewRequestWithContext(actx, method, s.u.url+req.Path, bytes.NewReader(req.Body))
 	if err != nil {
 		cancel()
 		return nil, nil, false, fmt.Errorf("upstream: building request: %w", err)
 	}
-	hreq.Header.Set("Content-Type", "application/json")
+	for k, vs := range req.Header {
+		hreq.Header[k] = vs
+	}
+	if len(req.Body) > 0 {
+		hreq.Header.Set("Content-Type", ct)
+	}
 	hreq.Header.Set("X-Request-Id", req.ID)
 	hreq.Header.Set("User-Agent", "pacegate")
 	if req.Stream {
@@ -100,7 +123,9 @@ func (s *slot) send(ctx context.Context, req *consume.Request) (*http.Response, 
 	cancel()
 	serr := &StatusError{Status: resp.StatusCode, Body: body, Upstream: s.u.url}
 	s.p.observe(s.u, resp.StatusCode, serr)
-	if resp.StatusCode >= 500 {
+	// 501 is vLLM's answer for an API the loaded model lacks (an
+	// embedding on a generation model): the server is fine.
+	if resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented {
 		s.p.markDown(s.u, serr)
 		return nil, nil, true, serr
 	}

@@ -43,8 +43,8 @@ server: {max_body_bytes: 1024}
 			`{"error":{"message":"Invalid type for 'stream'.","type":"invalid_request_error","param":"stream","code":null}}`},
 		{"max_tokens zero", "/v1/chat/completions", "sk-alice", "application/json", `{"model":"sim-model","max_tokens":0,"messages":[]}`, 400,
 			`{"error":{"message":"Invalid value for 'max_tokens': must be at least 1.","type":"invalid_request_error","param":"max_tokens","code":null}}`},
-		{"unknown path", "/v1/embeddings", "sk-alice", "application/json", `{}`, 404,
-			`{"error":{"message":"Unknown path /v1/embeddings.","type":"invalid_request_error","param":null,"code":"unknown_url"}}`},
+		{"unknown path", "/v1/images/generations", "sk-alice", "application/json", `{}`, 404,
+			`{"error":{"message":"Unknown path /v1/images/generations.","type":"invalid_request_error","param":null,"code":"unknown_url"}}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
