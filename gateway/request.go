@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 	"unicode/utf8"
 )
@@ -56,6 +57,9 @@ func readLimited(r *http.Request, limit int64) ([]byte, *APIError) {
 		return nil, &APIError{Status: http.StatusRequestEntityTooLarge,
 			Message: "Request body is larger than the limit of " + itoa(tooLarge.Limit) + " bytes.",
 			Type:    "invalid_request_error"}
+	case errors.Is(err, os.ErrDeadlineExceeded): // server.read_body_timeout
+		return nil, &APIError{Status: http.StatusRequestTimeout,
+			Message: "The request body did not arrive in time.", Type: "invalid_request_error"}
 	case err != nil:
 		return nil, errInvalidRequest("Could not read the request body.", "")
 	}

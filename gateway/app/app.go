@@ -98,7 +98,7 @@ func New(cfg *config.File, opts Options) (*App, error) {
 		Observer:          opts.GatewayObserver, Logger: logger,
 	})
 	a.server = &http.Server{
-		Handler:           a.Gateway,
+		Handler:           bodyDeadline(a.Gateway, cfg.Server.ReadBodyTimeout),
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
 		IdleTimeout:       cfg.Server.IdleTimeout,

@@ -48,6 +48,16 @@ type File struct {
 type Admin struct {
 	Listen string `yaml:"listen"` // default "127.0.0.1:9090"
 	Token  string `yaml:"token"`  // bearer token; empty = admin API off
+	// AuthBurst is how many wrong admin tokens one source address may
+	// send before it is slowed down; default 5.
+	AuthBurst int `yaml:"auth_burst"`
+	// AuthRefill is how often a slowed-down source earns one more try:
+	// until then every request from it gets 429 with Retry-After, the
+	// token unchecked. Default 10s.
+	AuthRefill time.Duration `yaml:"auth_refill"`
+	// AuthMaxSources bounds the source addresses remembered; past it, new
+	// sources share one budget. Default 10000.
+	AuthMaxSources int `yaml:"auth_max_sources"`
 }
 
 // Server holds the HTTP server's limits. A zero field takes its default,
@@ -76,6 +86,10 @@ type Server struct {
 	// IdleTimeout closes a keep-alive connection idle between requests
 	// this long. Default 120s.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// ReadBodyTimeout bounds the time from the end of the headers to the
+	// last byte of the body: a body trickled slower gets 408 and its
+	// connection is closed. Default 30s.
+	ReadBodyTimeout time.Duration `yaml:"read_body_timeout"`
 }
 
 // Upstream is one OpenAI-compatible model server (typically vLLM).

@@ -93,6 +93,9 @@ func TestParseMinimal(t *testing.T) {
 	if f.Listen != "127.0.0.1:8080" || f.Admin.Listen != "127.0.0.1:9090" || f.Admin.Token != "" {
 		t.Errorf("listen/admin: %q %+v", f.Listen, f.Admin)
 	}
+	if a := f.Admin; a.AuthBurst != 5 || a.AuthRefill != 10*time.Second || a.AuthMaxSources != 10000 {
+		t.Errorf("admin auth defaults: %+v", a)
+	}
 	s := f.Server
 	if s.ShutdownDelay == nil || *s.ShutdownDelay != 5*time.Second {
 		t.Errorf("server.shutdown_delay default: %v", s.ShutdownDelay)
@@ -101,7 +104,7 @@ func TestParseMinimal(t *testing.T) {
 		t.Errorf("server.write_stall_timeout default: %v", s.WriteStallTimeout)
 	}
 	s.ShutdownDelay, s.WriteStallTimeout = nil, nil
-	if s != (Server{8 << 20, 10 * time.Second, 64 << 10, 120 * time.Second, 5 * time.Second, nil, 30 * time.Second, nil, 10000, 120 * time.Second}) {
+	if s != (Server{8 << 20, 10 * time.Second, 64 << 10, 120 * time.Second, 5 * time.Second, nil, 30 * time.Second, nil, 10000, 120 * time.Second, 30 * time.Second}) {
 		t.Errorf("server defaults: %+v", s)
 	}
 	if len(f.Upstreams) != 1 || f.Upstreams[0].MaxConcurrency != 64 || *f.Upstreams[0].IdleTimeout != 30*time.Second {

@@ -17,6 +17,9 @@ const (
 func (f *File) SetDefaults() {
 	setString(&f.Listen, "127.0.0.1:8080")
 	setString(&f.Admin.Listen, "127.0.0.1:9090")
+	setNum(&f.Admin.AuthBurst, 5)
+	setNum(&f.Admin.AuthRefill, 10*time.Second)
+	setNum(&f.Admin.AuthMaxSources, 10000)
 	f.Server.setDefaults()
 	for i := range f.Upstreams {
 		setNum(&f.Upstreams[i].MaxConcurrency, 64)
@@ -36,6 +39,7 @@ func (f *File) SetDefaults() {
 func (s *Server) setDefaults() {
 	setNum(&s.MaxBodyBytes, 8<<20)
 	setNum(&s.ReadHeaderTimeout, 10*time.Second)
+	setNum(&s.ReadBodyTimeout, 30*time.Second)
 	setNum(&s.MaxHeaderBytes, 64<<10)
 	setNum(&s.RequestTimeout, 120*time.Second)
 	setNum(&s.Heartbeat, 5*time.Second)

@@ -41,6 +41,9 @@ func (f *File) Validate() error {
 	var p problems
 	checkAddr(&p, "listen", f.Listen)
 	checkAddr(&p, "admin.listen", f.Admin.Listen)
+	positive(&p, "admin.auth_burst", f.Admin.AuthBurst)
+	positive(&p, "admin.auth_refill", f.Admin.AuthRefill)
+	positive(&p, "admin.auth_max_sources", f.Admin.AuthMaxSources)
 	f.Server.validate(&p)
 	f.validateUpstreams(&p)
 	checkNames(&p, "models", f.Models)
@@ -63,6 +66,7 @@ func checkAddr(p *problems, path, addr string) {
 func (s *Server) validate(p *problems) {
 	positive(p, "server.max_body_bytes", s.MaxBodyBytes)
 	positive(p, "server.read_header_timeout", s.ReadHeaderTimeout)
+	positive(p, "server.read_body_timeout", s.ReadBodyTimeout)
 	positive(p, "server.max_header_bytes", s.MaxHeaderBytes)
 	positive(p, "server.request_timeout", s.RequestTimeout)
 	positive(p, "server.heartbeat", s.Heartbeat)
