@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,14 @@ type Config struct {
 	// Logger logs every change made through the API. Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// AuthBurst, AuthRefill and AuthMaxSources slow down wrong tokens
+	// per source address (admin.auth_*; see authLimiter). Zero means
+	// DefaultAuthBurst, DefaultAuthRefill and DefaultAuthMaxSources.
+	AuthBurst      int
+	AuthRefill     time.Duration
+	AuthMaxSources int
+	// Clock times the wrong-token limiter. Nil means policy.SystemClock.
+	Clock policy.Clock
 }
 
 // api holds the handlers' dependencies. It is safe for concurrent use:
@@ -62,6 +71,8 @@ type Config struct {
 type api struct {
 	cfg    Config
 	digest [32]byte // sha256 of the token: compared in constant time
+	tries  *authLimiter
+	clock  policy.Clock
 	pins   pinner
 	log    *slog.Logger
 	mu     sync.Mutex // serialises the read-modify-write of overrides
@@ -73,9 +84,13 @@ func New(cfg Config) http.Handler {
 	if cfg.Token == "" || cfg.Table == nil || cfg.Pacer == nil || cfg.Buckets == nil {
 		panic("admin: Config.Token, Table, Pacer and Buckets are required")
 	}
-	a := &api{cfg: cfg, digest: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger}
+	a := &api{cfg: cfg, digest: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger, clock: cfg.Clock,
+		tries: newAuthLimiter(cfg.AuthBurst, cfg.AuthRefill, cfg.AuthMaxSources)}
 	if a.log == nil {
 		a.log = slog.Default()
+	}
+	if a.clock == nil {
+		a.clock = policy.SystemClock
 	}
 	a.pins = newPinner(cfg.Control, cfg.Pacer)
 	return a.routes()
@@ -116,8 +131,16 @@ func (a *api) routes() chi.Router {
 
 // auth requires the bearer token. Both sides are hashed first, so the
 // comparison takes the same time whatever the presented token's length.
+// A source that sent too many wrong tokens gets 429 with Retry-After
+// before its token is looked at (authLimiter).
 func (a *api) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		try, wait := a.tries.reserveAt(a.clock.Now(), sourceOf(r.RemoteAddr))
+		if try == nil {
+			w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+			writeError(w, errTooManyTries)
+			return
+		}
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		d := sha256.Sum256([]byte(tok))
 		if !ok || subtle.ConstantTimeCompare(d[:], a.digest[:]) != 1 {
@@ -125,6 +148,10 @@ func (a *api) auth(next http.Handler) http.Handler {
 			writeError(w, &apiError{status: http.StatusUnauthorized, msg: "Missing or invalid admin token.", code: "invalid_admin_token"})
 			return
 		}
+		a.tries.refund(try)
 		next.ServeHTTP(w, r)
 	})
 }
+
+var errTooManyTries = &apiError{status: http.StatusTooManyRequests,
+	msg: "Too many wrong admin tokens from this address; retry after the time in Retry-After.", code: "too_many_admin_token_failures"}

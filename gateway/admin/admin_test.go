@@ -14,6 +14,7 @@ func TestAuth(t *testing.T) {
 		if code != http.StatusUnauthorized || body != unauthorized {
 			t.Errorf("auth %q: got %d %s", auth, code, body)
 		}
+		f.clock.Advance(DefaultAuthRefill) // each wrong token alone: none is slowed down
 	}
 	if code, _ := f.doAuth(http.MethodGet, "/admin/factors", "", "Bearer "+testToken); code != http.StatusOK {
 		t.Errorf("right token: got %d", code)

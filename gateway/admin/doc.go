@@ -4,7 +4,11 @@
 //
 // Every route except the bucket matrix page (/admin/ui, static and free of
 // data) requires "Authorization: Bearer <token>", compared in constant
-// time. Errors use the OpenAI shape {"error":{"message","type","param",
+// time. Wrong tokens are slowed down per source address (the address, or
+// the /64 of an IPv6 one): after admin.auth_burst of them the source
+// earns one more try per admin.auth_refill, and until then gets 429 with
+// Retry-After, its token unchecked; at most admin.auth_max_sources
+// addresses are remembered (authLimiter). Errors use the OpenAI shape {"error":{"message","type","param",
 // "code"}}: 400 names the offending field in param, 404 is an unknown
 // tenant or model.
 //

@@ -62,7 +62,7 @@ func newFixture(t *testing.T) *fixture {
 		clock: policy.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	f.pacer = policy.NewPacer(f.table, policy.WithPacerClock(f.clock))
 	f.h = New(Config{Token: testToken, Table: f.table, Pacer: f.pacer, Buckets: f.queue,
-		Models: func() []string { return []string{llama, "small"} }, Logger: discard()})
+		Models: func() []string { return []string{llama, "small"} }, Logger: discard(), Clock: f.clock})
 	return f
 }
 

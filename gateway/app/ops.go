@@ -96,7 +96,8 @@ func (a *App) startOps(ctx context.Context) error {
 		return err
 	}
 	h := admin.New(admin.Config{Token: cfg.Admin.Token, Table: a.Table, Pacer: a.Pacer, Buckets: a.Queue, Fairness: a.fairness,
-		Models: a.servedModels, Control: a.Control, Metrics: a.Metrics.Handler(), Logger: a.logger})
+		Models: a.servedModels, Control: a.Control, Metrics: a.Metrics.Handler(), Logger: a.logger,
+		AuthBurst: cfg.Admin.AuthBurst, AuthRefill: cfg.Admin.AuthRefill, AuthMaxSources: cfg.Admin.AuthMaxSources})
 	a.ops = ops{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn)}, ln: ln, done: make(chan struct{})}
 	go a.ops.serve(a.logger)
