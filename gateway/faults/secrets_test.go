@@ -116,3 +116,39 @@ func headerText(h http.Header) string {
 	slices.Sort(lines)
 	return strings.Join(lines, "\n") + "\n"
 }
+
+// An unknown tenant learns nothing about known ones: the 401 for an
+// unknown key is byte for byte the 401 for a malformed key, a near miss
+// of a known key, or a known key of the admin side. (The lookup itself
+// is a Go map lookup on the key's SHA-256, policy.Quotas.Authenticate:
+// how long it takes does not depend on how close the key is to a real
+// one.) Only a request with no key at all is told so, which says nothing
+// about any tenant.
+func TestUnknownKeyLearnsNothing(t *testing.T) {
+	h := newHarness(t)
+	gen := h.url + "/v1/chat/completions"
+	const want401 = `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`
+	ref := h.do(t, "unknown key", "POST", gen, "Bearer sk-nobody-0000000000", chatBody("hi", 4))
+	if ref.status != http.StatusUnauthorized || ref.body != want401 {
+		t.Fatalf("unknown key: %d %s\nwant 401 %s", ref.status, ref.body, want401)
+	}
+	for _, auth := range []string{
+		"Bearer x",                                   // too short to be a key
+		"Bearer " + strings.Repeat("A", 4096),        // far too long
+		"Bearer sk-%%%%;;;,,,\"\"",                   // punctuation
+		"Bearer \u00e9\u00e8\u4e2d\u6587",            // not ASCII
+		"Bearer sk-legit 5b2e91d07c",                 // a space inside
+		"Bearer " + legitKey[:8],                     // a known key's prefix
+		"Bearer " + strings.ToUpper(legitKey),        // a known key, other case
+		"Bearer " + legitKey[:len(legitKey)-1] + "d", // a known key, its last byte changed
+		"Bearer " + adminToken,                       // the admin token
+		"bearer sk-nobody-0000000000",                // lower-case scheme
+		"Bearer   sk-nobody-0000000000  ",            // padded
+	} {
+		x := h.do(t, auth, "POST", gen, auth, chatBody("hi", 4))
+		if x.status != ref.status || x.body != ref.body || headerText(x.header) != headerText(ref.header) {
+			t.Errorf("%q answered %d\n%s%s\nan unknown key %d\n%s%s", auth, x.status, headerText(x.header), x.body,
+				ref.status, headerText(ref.header), ref.body)
+		}
+	}
+}
