@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -31,7 +32,12 @@ const (
 	idleTimeout       = time.Second
 	writeStallTimeout = time.Second
 	readHeaderTimeout = time.Second
+	readBodyTimeout   = time.Second
 	maxBodyBytes      = 64 << 10
+	// maxConnections is the default, above the largest slowloris flood:
+	// every hostile connection is served and cut by a timeout, none left
+	// in the accept queue.
+	maxConnections = 10000
 )
 
 // Markers in a prompt that make the simulators misbehave (simFaults).
@@ -57,40 +63,34 @@ var simFaults = []vllmsim.FaultRule{
 }
 
 // harness is a gateway in front of two simulators, over loopback sockets.
+// A scenario marked proc runs against proc, the same gateway as an OS
+// process of its own in front of the same simulators, instead.
 type harness struct {
-	t      testing.TB
+	t      testing.TB // the running (sub)test
+	root   testing.TB // the test that owns the harness: its cleanups outlive subtests
 	app    *app.App
 	sims   []*vllmsim.Server
+	srvs   []*httptest.Server // the simulators' servers (restartSim replaces them)
 	url    string
 	logs   *syncBuffer // every log line of the gateway, JSON
 	client *http.Client
+	proc   *gatewayProc // nil until startProc
+	retry  bool         // stream retries what a restart refuses (restartGateway)
 }
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &syncBuffer{}}
-	var ups strings.Builder
+	h := &harness{t: t, root: t, logs: &syncBuffer{}}
 	for range 2 {
 		s := vllmsim.New(vllmsim.Config{TTFT: 5 * time.Millisecond, ITL: -1, MaxModelLen: 1 << 20, Faults: simFaults})
-		ts := httptest.NewServer(s)
-		t.Cleanup(ts.Close)
+		ts, err := h.serveSim(s, "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
 		h.sims = append(h.sims, s)
-		fmt.Fprintf(&ups, "  - {url: %q, idle_timeout: %s}\n", ts.URL, idleTimeout)
+		h.srvs = append(h.srvs, ts)
 	}
-	yaml := fmt.Sprintf(`listen: "127.0.0.1:0"
-admin: {listen: "127.0.0.1:0", token: %q}
-server:
-  read_header_timeout: %s
-  write_stall_timeout: %s
-  max_body_bytes: %d
-  max_connections: 2000
-  request_timeout: 60s
-upstreams:
-%sdefaults: {rate: .inf, backlog: 10000}
-tenants:
-  - {id: legit, keys: [%q]}
-  - {id: faulty, keys: [%q]}
-`, adminToken, readHeaderTimeout, writeStallTimeout, maxBodyBytes, ups.String(), legitKey, faultyKey)
+	yaml := h.gatewayYAML("127.0.0.1:0")
 	cfg, err := config.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
@@ -115,6 +115,47 @@ tenants:
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 	t.Cleanup(h.client.CloseIdleConnections)
 	return h
+}
+
+// gatewayYAML is the config of the suite's gateways, listening on listen.
+func (h *harness) gatewayYAML(listen string) string {
+	var ups strings.Builder
+	for _, ts := range h.srvs {
+		fmt.Fprintf(&ups, "  - {url: %q, idle_timeout: %s}\n", ts.URL, idleTimeout)
+	}
+	return fmt.Sprintf(`listen: %q
+admin: {listen: "127.0.0.1:0", token: %q}
+server:
+  read_header_timeout: %s
+  read_body_timeout: %s
+  write_stall_timeout: %s
+  max_body_bytes: %d
+  max_connections: %d
+  request_timeout: 60s
+  shutdown_delay: 0s
+  shutdown_grace: 10s
+upstreams:
+%sdefaults: {rate: .inf, backlog: 10000}
+tenants:
+  - {id: legit, keys: [%q]}
+  - {id: faulty, keys: [%q]}
+`, listen, adminToken, readHeaderTimeout, readBodyTimeout, writeStallTimeout, maxBodyBytes, maxConnections,
+		ups.String(), legitKey, faultyKey)
+}
+
+// serveSim serves s on addr ("127.0.0.1:0": any port) until the
+// harness's test ends (restartUpstream closes it earlier).
+func (h *harness) serveSim(s *vllmsim.Server, addr string) (*httptest.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	ts := httptest.NewUnstartedServer(s)
+	_ = ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	h.root.Cleanup(ts.Close)
+	return ts, nil
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes.
@@ -147,18 +188,36 @@ type result struct {
 	// explicit OpenAI error, as a status or a final data event),
 	// "timeout", "4xx:<status>", "cut" (a connection the gateway closed
 	// on a hostile client) or "lost:<why>" (anything else).
-	class string
-	ttft  time.Duration // to the first data event; 0 if none
-	body  string        // the error body, if any
+	class   string
+	ttft    time.Duration // to the first data event; 0 if none
+	body    string        // the error body, if any
+	retries int           // tries refused by a restarting gateway (harness.retry)
 }
 
 func (r result) lost() bool { return strings.HasPrefix(r.class, "lost") }
 
-// stream sends a streamed chat request and classifies its end.
+// stream sends a streamed chat request and classifies its end. With
+// h.retry it retries, for up to 20 s, what a restarting gateway refuses
+// before admitting it: a refused or reset connection with no response,
+// and a 503 (shutting down); res.retries counts them.
 func (h *harness) stream(key, body string) result {
+	deadline := time.Now().Add(20 * time.Second)
+	for retries := 0; ; retries++ {
+		r, again := h.streamOnce(key, body)
+		r.retries = retries
+		if !h.retry || !again || time.Now().After(deadline) {
+			return r
+		}
+		time.Sleep(50 * time.Millisecond) // back off while the gateway restarts
+	}
+}
+
+// streamOnce is one try of stream; again says a retry is safe: the
+// gateway answered nothing or a 503 before the stream.
+func (h *harness) streamOnce(key, body string) (res result, again bool) {
 	req, err := http.NewRequest(http.MethodPost, h.url+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
-		return result{class: "lost:" + err.Error()}
+		return result{class: "lost:" + err.Error()}, false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
@@ -167,14 +226,14 @@ func (h *harness) stream(key, body string) result {
 	start := time.Now()
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return result{class: "lost:" + err.Error()}
+		return result{class: "lost:" + err.Error()}, !isTimeout(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return classifyStatus(resp.StatusCode, b)
+		return classifyStatus(resp.StatusCode, b), resp.StatusCode == http.StatusServiceUnavailable
 	}
-	return readStream(resp.Body, start)
+	return readStream(resp.Body, start), false
 }
 
 func classifyStatus(status int, body []byte) result {
@@ -385,19 +444,31 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 // is healthy again, so that scenarios do not leak into each other.
 func (h *harness) settled() {
 	h.t.Helper()
-	eventually(h.t, 15*time.Second, "the pool to settle", func() bool {
-		for _, st := range h.app.Pool.Stats() {
-			if st.InFlight != 0 || !st.Healthy {
-				return false
-			}
+	deadline := time.Now().Add(15 * time.Second) // a hang guard, as in eventually
+	for why := h.busy(); why != ""; why = h.busy() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out after 15s waiting for the pool to settle: %s", why)
 		}
-		for _, s := range h.sims {
-			if st := s.Stats(); st.Running != 0 || st.Waiting != 0 {
-				return false
-			}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// busy says what is still running, or "".
+func (h *harness) busy() string {
+	for _, st := range h.app.Pool.Stats() {
+		if st.InFlight != 0 || !st.Healthy {
+			return fmt.Sprintf("upstream %s: %d in flight, healthy %v", st.URL, st.InFlight, st.Healthy)
 		}
-		return h.app.Queue.Len() == 0
-	})
+	}
+	for i, s := range h.sims {
+		if st := s.Stats(); st.Running != 0 || st.Waiting != 0 {
+			return fmt.Sprintf("simulator %d: %d running, %d waiting", i, st.Running, st.Waiting)
+		}
+	}
+	if n := h.app.Queue.Len(); n != 0 {
+		return fmt.Sprintf("%d queued", n)
+	}
+	return ""
 }
 
 func (h *harness) simStats() (failed, aborted int64) {
