@@ -186,7 +186,7 @@ func TestFaultSuite(t *testing.T) {
 		z = longSizes
 	}
 	loadAtStart, _ := os.ReadFile("/proc/loadavg")
-	fdLimit := raiseFDLimit(t, uint64(3*(z.slowloris+z.slowBodies)+4096))
+	fdLimit := raiseFDLimit(t, uint64(2*(z.slowloris+z.slowBodies)+4096)) // a client and a server end each
 	h := newHarness(t)
 	var rows []row
 	for _, sc := range scenarios {
