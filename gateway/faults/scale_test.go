@@ -211,31 +211,51 @@ type measure struct {
 	downtime            time.Duration // SIGTERM to listening again
 }
 
-// untilStopped runs worker(i) on width goroutines, each in a loop, until
-// stop is closed, and returns every result.
-func untilStopped(width int, stop <-chan struct{}, worker func(i int) result) []result {
-	var mu sync.Mutex
-	var all []result
-	var wg sync.WaitGroup
-	for w := range width {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
+// flood is width goroutines each calling worker in a loop until stop,
+// which waits for them and returns every result; stop may be called more
+// than once (later calls return nil).
+type flood struct {
+	quit chan struct{}
+	done chan []result
+	once sync.Once
+}
+
+func startFlood(width int, worker func(i int) result) *flood {
+	f := &flood{quit: make(chan struct{}), done: make(chan []result, 1)}
+	go func() {
+		var mu sync.Mutex
+		var all []result
+		var wg sync.WaitGroup
+		for w := range width {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-f.quit:
+						return
+					default:
+					}
+					r := worker(w*1_000_000 + i)
+					mu.Lock()
+					all = append(all, r)
+					mu.Unlock()
 				}
-				r := worker(w*1_000_000 + i)
-				mu.Lock()
-				all = append(all, r)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return all
+			}()
+		}
+		wg.Wait()
+		f.done <- all
+	}()
+	return f
+}
+
+func (f *flood) stop() []result {
+	var res []result
+	f.once.Do(func() {
+		close(f.quit)
+		res = <-f.done
+	})
+	return res
 }
 
 // reloadUnderFlood reloads the gateway process's config z.reloads times
@@ -247,13 +267,10 @@ func reloadUnderFlood(h *harness, z sizes) outcome {
 	base := h.gatewayYAML(p.listen)
 	defer p.writeConfig(base)
 	before := p.reloadCount()
-	stop := make(chan struct{})
-	done := make(chan []result)
-	go func() {
-		done <- untilStopped(z.width, stop, func(i int) result {
-			return h.stream(faultyKey, chatBody(fmt.Sprintf("reload flood %d", i), 8))
-		})
-	}()
+	fl := startFlood(z.width, func(i int) result {
+		return h.stream(faultyKey, chatBody(fmt.Sprintf("reload flood %d", i), 8))
+	})
+	defer fl.stop() // also on a failed check: the flood's goroutines never outlive the scenario
 	for i := range z.reloads {
 		if i%2 == 0 {
 			p.signal(syscall.SIGHUP)
@@ -264,8 +281,7 @@ func reloadUnderFlood(h *harness, z sizes) outcome {
 			return p.reloadCount() == before+i+1
 		})
 	}
-	close(stop)
-	res := <-done
+	res := fl.stop()
 	return outcome{results: res, faults: z.reloads, measure: &measure{reloads: p.reloadCount() - before}}
 }
 
@@ -275,13 +291,10 @@ func reloadUnderFlood(h *harness, z sizes) outcome {
 // address. Every stream must end as a response or an explicit error,
 // and the pool must see the upstream healthy again (settled).
 func restartUpstream(h *harness, z sizes) outcome {
-	stop := make(chan struct{})
-	done := make(chan []result)
-	go func() {
-		done <- untilStopped(z.width, stop, func(i int) result {
-			return h.stream(faultyKey, chatBody(fmt.Sprintf("upstream restart %d", i), 64))
-		})
-	}()
+	fl := startFlood(z.width, func(i int) result {
+		return h.stream(faultyKey, chatBody(fmt.Sprintf("upstream restart %d", i), 64))
+	})
+	defer fl.stop() // also on a failed check: the flood's goroutines never outlive the scenario
 	h.waitStreams(200)
 	addr := h.srvs[0].Listener.Addr().String()
 	h.srvs[0].CloseClientConnections()
@@ -289,14 +302,11 @@ func restartUpstream(h *harness, z sizes) outcome {
 	<-time.After(300 * time.Millisecond) // the upstream is down for this long
 	ts, err := h.serveSim(h.sims[0], addr)
 	if err != nil {
-		close(stop)
-		<-done
 		h.t.Fatalf("the upstream could not listen again on %s: %v", addr, err)
 	}
 	h.srvs[0] = ts
 	h.waitStreams(200)
-	close(stop)
-	return outcome{results: <-done, faults: 1, measure: &measure{restarts: 1}}
+	return outcome{results: fl.stop(), faults: 1, measure: &measure{restarts: 1}}
 }
 
 // restartGateway restarts the gateway process during a flood of
@@ -308,13 +318,10 @@ func restartUpstream(h *harness, z sizes) outcome {
 // Clients retry what the restart refused (harness.retry), and every
 // stream must end as a response or an explicit error.
 func restartGateway(h *harness, z sizes) outcome {
-	stop := make(chan struct{})
-	done := make(chan []result)
-	go func() {
-		done <- untilStopped(z.width, stop, func(i int) result {
-			return h.stream(faultyKey, chatBody(fmt.Sprintf("gateway restart %d", i), 64))
-		})
-	}()
+	fl := startFlood(z.width, func(i int) result {
+		return h.stream(faultyKey, chatBody(fmt.Sprintf("gateway restart %d", i), 64))
+	})
+	defer fl.stop() // also on a failed check: the flood's goroutines never outlive the scenario
 	h.waitStreams(200)
 	start := time.Now()
 	h.proc.terminate()
@@ -323,8 +330,7 @@ func restartGateway(h *harness, z sizes) outcome {
 	}
 	downtime := time.Since(start)
 	h.waitStreams(200)
-	close(stop)
-	return outcome{results: <-done, faults: 1, measure: &measure{restarts: 1, downtime: downtime}}
+	return outcome{results: fl.stop(), faults: 1, measure: &measure{restarts: 1, downtime: downtime}}
 }
 
 // waitStreams waits until the simulators have received n more requests:
