@@ -15,7 +15,7 @@ import (
 // gateway's write stalls; after write_stall_timeout it must cut the
 // connection, and the upstream call must be aborted. It returns "cut"
 // when the connection ends without [DONE], "lost:..." otherwise.
-func (h *harness) stopReading(addr string, tokens int) result {
+func (h *harness) stopReading(addr string, tokens int, readNow <-chan struct{}) result {
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
@@ -37,9 +37,11 @@ func (h *harness) stopReading(addr string, tokens int) result {
 	if _, err := io.WriteString(conn, req); err != nil {
 		return result{class: "lost:write: " + err.Error()}
 	}
-	// Stop reading for long enough that the gateway must give up: the
-	// stall timeout, plus the time to fill the buffers.
-	time.Sleep(writeStallTimeout + 2*time.Second)
+	// Stop reading until told to: once the gateway has cut every such
+	// stream, or it has had long enough to (see stopReaders). Reading
+	// any earlier would unblock a gateway that is merely slow to fill
+	// the buffers (under -race, on a busy machine) and hide nothing.
+	<-readNow
 	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second)) // hang guard
 	got, err := io.ReadAll(conn)
 	switch {

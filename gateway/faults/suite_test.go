@@ -130,12 +130,24 @@ func burst(h *harness, z sizes) outcome {
 func stopReaders(h *harness, z sizes) outcome {
 	_, aborted0 := h.simStats()
 	res := make([]result, z.readers)
-	parallel(z.readers, z.readers, func(i int) { res[i] = h.stopReading(h.app.Addr(), z.readerToks) })
-	// Every upstream call of a cut stream was aborted.
-	eventually(h.t, 15*time.Second, "the simulators to see the stalled streams aborted", func() bool {
+	readNow, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		parallel(z.readers, z.readers, func(i int) { res[i] = h.stopReading(h.app.Addr(), z.readerToks, readNow) })
+	}()
+	// Every upstream call of a cut stream is aborted, while its client
+	// still reads nothing; then the clients read what they were sent.
+	abortedAll := func() bool {
 		_, aborted := h.simStats()
 		return aborted-aborted0 == int64(z.readers)
-	})
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !abortedAll() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(readNow)
+	<-done
+	eventually(h.t, 15*time.Second, "the simulators to see the stalled streams aborted", abortedAll)
 	return outcome{results: res, faults: z.readers}
 }
 
