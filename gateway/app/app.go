@@ -95,7 +95,8 @@ func New(cfg *config.File, opts Options) (*App, error) {
 		BandMaxWait: a.bandMaxWait, Models: cfg.Models, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		RequestTimeout: cfg.Server.RequestTimeout, Heartbeat: cfg.Server.Heartbeat,
 		WriteStallTimeout: durationOr0(cfg.Server.WriteStallTimeout),
-		Observer:          opts.GatewayObserver, Logger: logger,
+		AffinitySize:      cfg.Server.StoredResponses, AffinityTTL: cfg.Server.StoredResponseTTL,
+		Observer: opts.GatewayObserver, Logger: logger,
 	})
 	a.server = &http.Server{
 		Handler:           bodyDeadline(a.Gateway, cfg.Server.ReadBodyTimeout),

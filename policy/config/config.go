@@ -86,6 +86,13 @@ type Server struct {
 	// IdleTimeout closes a keep-alive connection idle between requests
 	// this long. Default 120s.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// StoredResponses bounds the stored-response ids remembered, with the
+	// tenant that made each and the upstream that holds it, so that a
+	// follow-up reaches that upstream and only for that tenant; the least
+	// recently used go first. Default 65536.
+	StoredResponses int `yaml:"stored_responses"`
+	// StoredResponseTTL forgets an id unused this long. Default 1h.
+	StoredResponseTTL time.Duration `yaml:"stored_response_ttl"`
 	// ReadBodyTimeout bounds the time from the end of the headers to the
 	// last byte of the body: a body trickled slower gets 408 and its
 	// connection is closed. Default 30s.

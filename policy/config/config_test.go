@@ -104,7 +104,11 @@ func TestParseMinimal(t *testing.T) {
 		t.Errorf("server.write_stall_timeout default: %v", s.WriteStallTimeout)
 	}
 	s.ShutdownDelay, s.WriteStallTimeout = nil, nil
-	if s != (Server{8 << 20, 10 * time.Second, 64 << 10, 120 * time.Second, 5 * time.Second, nil, 30 * time.Second, nil, 10000, 120 * time.Second, 30 * time.Second}) {
+	want := Server{MaxBodyBytes: 8 << 20, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
+		RequestTimeout: 120 * time.Second, Heartbeat: 5 * time.Second, ShutdownGrace: 30 * time.Second,
+		MaxConnections: 10000, IdleTimeout: 120 * time.Second, ReadBodyTimeout: 30 * time.Second,
+		StoredResponses: 65536, StoredResponseTTL: time.Hour}
+	if s != want {
 		t.Errorf("server defaults: %+v", s)
 	}
 	if len(f.Upstreams) != 1 || f.Upstreams[0].MaxConcurrency != 64 || *f.Upstreams[0].IdleTimeout != 30*time.Second {

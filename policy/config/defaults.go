@@ -48,6 +48,8 @@ func (s *Server) setDefaults() {
 	setPtr(&s.WriteStallTimeout, 30*time.Second)
 	setNum(&s.MaxConnections, 10000)
 	setNum(&s.IdleTimeout, 120*time.Second)
+	setNum(&s.StoredResponses, 65536)
+	setNum(&s.StoredResponseTTL, time.Hour)
 }
 
 func (q *Queue) setDefaults() {

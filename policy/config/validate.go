@@ -67,6 +67,8 @@ func (s *Server) validate(p *problems) {
 	positive(p, "server.max_body_bytes", s.MaxBodyBytes)
 	positive(p, "server.read_header_timeout", s.ReadHeaderTimeout)
 	positive(p, "server.read_body_timeout", s.ReadBodyTimeout)
+	positive(p, "server.stored_responses", s.StoredResponses)
+	positive(p, "server.stored_response_ttl", s.StoredResponseTTL)
 	positive(p, "server.max_header_bytes", s.MaxHeaderBytes)
 	positive(p, "server.request_timeout", s.RequestTimeout)
 	positive(p, "server.heartbeat", s.Heartbeat)
