@@ -129,7 +129,6 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 		return nil, false, false
 	}
 	if s, ok := c.takeNow(k, band); ok {
-		c.sched.Hold(k)
 		return s, true, false
 	}
 	c.mu.Lock()
@@ -170,15 +169,18 @@ func (c *capacity) takeNow(k policy.Key, band int) (Slot, bool) {
 		defer c.mu.Unlock()
 	}
 	access := c.access(k, band)
+	var s Slot
+	ok := false
 	if access != fairshare.AccessWait && !c.sched.Waiting(k.Model) && c.mayTake(k, band) {
-		if s, ok := c.up.TryAcquire(k.Model); ok {
-			return s, true
-		}
+		s, ok = c.up.TryAcquire(k.Model)
 	}
-	if access == fairshare.AccessHeadroom && !c.sched.Waits(k) {
-		return c.up.TryAcquireHeadroom(k.Model)
+	if !ok && access == fairshare.AccessHeadroom && !c.sched.Waits(k) {
+		s, ok = c.up.TryAcquireHeadroom(k.Model)
 	}
-	return nil, false
+	if ok {
+		c.sched.Hold(k) // under mu: the next decision sees it
+	}
+	return s, ok
 }
 
 // access is what k may take of its model's slots (see
