@@ -28,9 +28,11 @@ type simPool struct {
 	tokens map[string]int
 }
 
-func (p *simPool) TryAcquire(string) (consume.Slot, bool)         { return p.take(p.limit) }
-func (p *simPool) TryAcquireHeadroom(string) (consume.Slot, bool) { return p.take(p.limit + p.headroom) }
-func (p *simPool) OnFree(f func([]string))                        { p.onFree = f }
+func (p *simPool) TryAcquire(string) (consume.Slot, bool) { return p.take(p.limit) }
+func (p *simPool) TryAcquireHeadroom(string) (consume.Slot, bool) {
+	return p.take(p.limit + p.headroom)
+}
+func (p *simPool) OnFree(f func([]string)) { p.onFree = f }
 func (p *simPool) Free(string) (int, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -84,7 +86,7 @@ func (s *simSlot) Do(ctx context.Context, req *consume.Request, emit func(consum
 // unpaced never makes a bucket wait: the pool is the only limit.
 type unpaced struct{}
 
-func (unpaced) Wait(policy.Key, float64) time.Duration            { return 0 }
+func (unpaced) Wait(policy.Key, float64) time.Duration             { return 0 }
 func (unpaced) AcquireOrSuspend(policy.Key, float64) time.Duration { return 0 }
 func (unpaced) Interval(policy.Key) time.Duration                  { return 0 }
 
