@@ -13,6 +13,8 @@
 #   init           create the LITE parent topic and the consumer group, then verify
 #   stop           stop proxy, broker, namesrv (TERM, KILL only after a timeout)
 #   restart-proxy  stop and start the proxy only (broker and store keep running)
+#   restart-broker stop and start the broker only (namesrv, proxy and store stay;
+#                  Lite subscriptions, which live in broker memory, are lost)
 #   status         what runs, on which pid and port
 #   env            print the PACEGATE_ROCKETMQ_* variables for the Go tests
 #   clean          stop, then delete the store, logs and configs (keeps the jars)
@@ -22,7 +24,12 @@
 # RMQ_NAMESRV_PORT [9876], RMQ_BROKER_PORT [10911; also uses port-2 and port+1],
 # RMQ_PROXY_PORT [8081, gRPC], RMQ_PROXY_REMOTING_PORT [18080: not 8080, which is pacegate's own default], RMQ_TOPIC [LLM_REQ],
 # RMQ_GROUP [GID_PACEGATE], RMQ_TIMEOUT [120 s per wait], RMQ_LITE_EXPIRATION [1440 min],
-# RMQ_NAMESRV_HEAP [256m], RMQ_BROKER_HEAP [1g], RMQ_PROXY_HEAP [768m].
+# RMQ_NAMESRV_HEAP [256m], RMQ_BROKER_HEAP [1g], RMQ_PROXY_HEAP [768m],
+# RMQ_LITE_CLIENT_QUOTA [20000: LiteTopics one client may subscribe; the broker's
+# default 2000 is below what one gateway replica uses at scale],
+# RMQ_LITE_EVENT_CAP [20000: pending "LiteTopic has messages" events per client;
+# the default 100 makes dispatch wait 10-25 s once more LiteTopics are active],
+# RMQ_POLL_CAP_MS [5000: the proxy's long-poll cap; bounds a missed wake-up].
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -42,6 +49,9 @@ RMQ_LITE_EXPIRATION=${RMQ_LITE_EXPIRATION:-1440} # minutes a LiteTopic may stay 
 RMQ_NAMESRV_HEAP=${RMQ_NAMESRV_HEAP:-256m}
 RMQ_BROKER_HEAP=${RMQ_BROKER_HEAP:-1g}
 RMQ_PROXY_HEAP=${RMQ_PROXY_HEAP:-768m}
+RMQ_LITE_CLIENT_QUOTA=${RMQ_LITE_CLIENT_QUOTA:-20000}
+RMQ_LITE_EVENT_CAP=${RMQ_LITE_EVENT_CAP:-20000}
+RMQ_POLL_CAP_MS=${RMQ_POLL_CAP_MS:-5000}
 
 LIB="$RMQ_HOME/lib"
 CONF="$RMQ_HOME/conf"
@@ -219,6 +229,11 @@ autoCreateTopicEnable=false
 autoCreateSubscriptionGroup=false
 enableLmq=true
 enableMultiDispatch=true
+# Per-client pending-event queue when the group sets none (the group's
+# lite.sub.client.max.event.cnt, set by init, wins). With more active
+# LiteTopics per client than this, dispatch falls back to a full scan
+# every 10-25 s.
+maxClientEventCount=$RMQ_LITE_EVENT_CAP
 EOF
 	cat >"$CONF/rmq-proxy.json" <<EOF
 {
@@ -232,7 +247,8 @@ EOF
   "maxInvisibleTimeMills": 43200000,
   "topicRouteServiceCacheRefreshSeconds": 5,
   "topicConfigCacheRefreshSeconds": 5,
-  "subscriptionGroupConfigCacheRefreshSeconds": 5
+  "subscriptionGroupConfigCacheRefreshSeconds": 5,
+  "grpcClientConsumerMaxLongPollingTimeoutMillis": $RMQ_POLL_CAP_MS
 }
 EOF
 }
@@ -309,6 +325,15 @@ cmd_restart_proxy() {
 	log "restart-proxy: proxy ready in $((SECONDS - t0)) s"
 }
 
+cmd_restart_broker() {
+	need_lib
+	write_configs
+	stop_one broker
+	local t0=$SECONDS
+	start_broker
+	log "restart-broker: broker ready in $((SECONDS - t0)) s"
+}
+
 # ---------------------------------------------------------------- init
 
 cmd_init() {
@@ -330,8 +355,11 @@ cmd_init() {
 	mqadmin updateSubGroup -n "$NAMESRV_ADDR" -c "$RMQ_CLUSTER" -g CID_DefaultHeartBeatSyncerTopic >"$RUN/init-sync-group.out" 2>&1 &
 	local p3=$!
 	wait $p1 || { cat "$RUN/init-topic.out" >&2; die "init: updateTopic $RMQ_TOPIC failed"; }
+	# lite.sub.client.quota: LiteTopics per client (default 2000; the proxy
+	# refuses a PARTIAL_ADD beyond it and a full sync beyond quota+300).
+	# lite.sub.client.max.event.cnt: see maxClientEventCount in broker.conf.
 	mqadmin updateSubGroup -n "$NAMESRV_ADDR" -c "$RMQ_CLUSTER" -g "$RMQ_GROUP" -r 16 \
-		--attributes "+lite.bind.topic=$RMQ_TOPIC" >"$RUN/init-group.out" 2>&1 ||
+		--attributes "+lite.bind.topic=$RMQ_TOPIC,+lite.sub.client.quota=$RMQ_LITE_CLIENT_QUOTA,+lite.sub.client.max.event.cnt=$RMQ_LITE_EVENT_CAP" >"$RUN/init-group.out" 2>&1 ||
 		{ cat "$RUN/init-group.out" >&2; die "init: updateSubGroup $RMQ_GROUP failed"; }
 	wait $p2 || log "init: warning: could not create DefaultHeartBeatSyncerTopic (see $RUN/init-sync-topic.out)"
 	wait $p3 || log "init: warning: could not create CID_DefaultHeartBeatSyncerTopic (see $RUN/init-sync-group.out)"
@@ -405,7 +433,7 @@ cmd_clean() {
 
 # ---------------------------------------------------------------- main
 
-[[ $# -gt 0 ]] || { sed -n '2,25p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,32p' "$0"; exit 2; }
 mkdir -p "$RMQ_HOME"
 for c in "$@"; do
 	case $c in
@@ -414,9 +442,10 @@ for c in "$@"; do
 	init) cmd_init ;;
 	stop) cmd_stop ;;
 	restart-proxy) cmd_restart_proxy ;;
+	restart-broker) cmd_restart_broker ;;
 	status) cmd_status ;;
 	env) cmd_env ;;
 	clean) cmd_clean ;;
-	*) die "unknown subcommand '$c' (fetch start init stop restart-proxy status env clean)" ;;
+	*) die "unknown subcommand '$c' (fetch start init stop restart-proxy restart-broker status env clean)" ;;
 	esac
 done
