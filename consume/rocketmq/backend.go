@@ -244,7 +244,7 @@ func (b *Backend) Publish(ctx context.Context, m *consume.Message) error {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
 	defer cancel()
 	if err := b.ensureSubscribed(ctx, m.LiteTopic); err != nil {
-		b.release(m.ID)
+		b.sent(m.ID, m.LiteTopic, false, time.Now())
 		return err
 	}
 	msg := &rmq.Message{Topic: b.cfg.Topic, Body: m.Body}
@@ -255,7 +255,7 @@ func (b *Backend) Publish(ctx context.Context, m *consume.Message) error {
 	}
 	msg.AddProperty(PropRequestID, m.ID)
 	if err := b.send(ctx, msg); err != nil {
-		b.release(m.ID)
+		b.sent(m.ID, m.LiteTopic, false, time.Now())
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
 			return cerr // the caller gave up
 		}
@@ -265,16 +265,29 @@ func (b *Backend) Publish(ctx context.Context, m *consume.Message) error {
 		}
 		return err
 	}
-	b.sent(m.LiteTopic, time.Now())
+	b.sent(m.ID, m.LiteTopic, true, time.Now())
 	return nil
 }
 
-// sent records that a message to lt was stored by the broker.
-func (b *Backend) sent(lt string, now time.Time) {
+// sent records that a message to lt was stored by the broker (ok) or
+// that its send failed (then it is released).
+func (b *Backend) sent(id, lt string, ok bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.topics[lt]; t != nil {
-		t.stored = now
+	t := b.topics[lt]
+	if t != nil && t.sending > 0 {
+		t.sending--
+	}
+	if !ok {
+		b.releaseLocked(id)
+		return
+	}
+	if t == nil {
+		return
+	}
+	t.stored = now
+	if t.waiting-t.sending == 1 && !t.busy {
+		t.due = now // the only stored one: deliverable from now
 	}
 }
 
@@ -328,10 +341,8 @@ func (b *Backend) reserve(m *consume.Message) error {
 		t = &topic{}
 		b.topics[m.LiteTopic] = t
 	}
-	if t.waiting == 0 && !t.busy {
-		t.due = now
-	}
 	t.waiting++
+	t.sending++
 	t.used = now
 	return nil
 }

@@ -166,6 +166,9 @@ func (b *Backend) flightDoneLocked(lt string, t *topic, a subAction, cl *clients
 	} else if !wasSub && !t.subscribed && a == actSubscribe {
 		b.nsubs-- // counted in startFlightLocked
 	}
+	if err != nil && a != actUnsubscribe {
+		t.kicked(time.Now(), b.cfg.StallAfter) // the watchdog retries it with backoff
+	}
 	if _, full := consume.IsFull(err); full {
 		b.quotaHit = t1
 	}

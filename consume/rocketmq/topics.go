@@ -67,10 +67,12 @@ type topic struct {
 	// because the subscribe overlapped the client's full sync.
 	confirms []time.Time
 	// waiting counts this process's messages on the LiteTopic that were
-	// published (or are being sent) and are not yet acknowledged.
-	waiting int
-	// due is when the oldest waiting message could be delivered: when it
-	// was published, or when the LiteTopic's previous message was
+	// published (or are being sent) and are not yet acknowledged; sending
+	// those of them whose send has not returned yet (they cannot be
+	// overdue: the broker does not have them yet).
+	waiting, sending int
+	// due is when the oldest stored waiting message could be delivered:
+	// when its send returned, or when the LiteTopic's previous message was
 	// answered, or when its Suspend ends.
 	due time.Time
 	// busy: a handler call for the LiteTopic is running.
@@ -94,7 +96,7 @@ type flight struct {
 // is being handled, and the message could have been delivered more than
 // after ago.
 func (t *topic) stalled(now time.Time, after time.Duration) bool {
-	return t.waiting > 0 && !t.busy && t.flight == nil && now.Sub(t.due) > after && !now.Before(t.nextKick)
+	return t.waiting-t.sending > 0 && !t.busy && t.flight == nil && now.Sub(t.due) > after && !now.Before(t.nextKick)
 }
 
 // kicked records a watchdog re-subscribe: the next one waits twice as

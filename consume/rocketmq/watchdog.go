@@ -95,7 +95,7 @@ func (b *Backend) sweep(now time.Time) {
 			continue
 		}
 		switch {
-		case t.waiting > 0 && (!t.subscribed || t.gen != cl.gen):
+		case t.waiting > 0 && (!t.subscribed || t.gen != cl.gen) && !now.Before(t.nextKick):
 			b.wstats.Subscribes++
 			b.startFlightLocked(lt, t, actSubscribe, cl)
 		case t.dueConfirms(now):
