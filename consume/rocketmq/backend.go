@@ -23,7 +23,7 @@ const PropRequestID = "reqid"
 // Backend is a [consume.Backend] on RocketMQ Lite. Create it with [New]. It
 // is safe for concurrent use.
 //
-// mu guards pending, retries, topics, nsubs, quotaHit, wstats and
+// mu guards pending, retries, topics, nsubs, quotaHit, wstats, lag and
 // closing; it is never held across an RPC (subscription RPCs run in
 // goroutines started under mu and counted in bg).
 type Backend struct {
@@ -52,6 +52,7 @@ type Backend struct {
 	nsubs    int               // topics subscribed or being subscribed
 	quotaHit time.Time         // the broker's last quota refusal
 	wstats   WatchdogStats
+	lag      lagTracker        // how late deliveries are now (watchdog)
 	pending  map[string]string // request id → LiteTopic: published, not acknowledged
 	retries  map[string]int    // request id → Retry results so far
 
@@ -426,6 +427,9 @@ func (b *Backend) deliveredLocked(d *consume.Delivery, now time.Time) bool {
 	t := b.topics[d.LiteTopic]
 	if t == nil {
 		return false
+	}
+	if t.waiting-t.sending > 0 {
+		b.lag.observe(now.Sub(t.due))
 	}
 	t.busy, t.kicks, t.nextKick, t.used = true, 0, time.Time{}, now
 	return true

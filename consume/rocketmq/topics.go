@@ -110,6 +110,28 @@ func (t *topic) kicked(now time.Time, after time.Duration) {
 	t.nextKick = now.Add(min(wait, maxKickBackoff))
 }
 
+// lagTracker follows how late deliveries are across all LiteTopics (an
+// exponentially weighted mean of "delivered at − due"), so that the
+// watchdog tells one stalled LiteTopic from a consumer that is simply
+// behind: under a load above what the consumer drains, every LiteTopic
+// is overdue, and re-subscribing them all would only add RPCs.
+type lagTracker struct {
+	mean time.Duration
+}
+
+// lagWeight is the weight of one delivery in the mean.
+const lagWeight = 0.05
+
+func (l *lagTracker) observe(lag time.Duration) {
+	l.mean += time.Duration(lagWeight * float64(max(lag, 0)-l.mean))
+}
+
+// stallBound is how overdue a LiteTopic must be to count as stalled:
+// StallAfter plus twice the current delivery lag.
+func (l *lagTracker) stallBound(after time.Duration) time.Duration {
+	return after + 2*l.mean
+}
+
 // maxKickBackoff bounds the wait between two watchdog re-subscribes of one
 // LiteTopic.
 const maxKickBackoff = 30 * time.Second

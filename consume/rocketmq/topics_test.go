@@ -177,3 +177,30 @@ func TestMapBrokerError(t *testing.T) {
 		}
 	}
 }
+
+// The stall bound follows the delivery lag: with deliveries 3 s late all
+// round (a consumer behind its load) a LiteTopic 3 s overdue is not
+// stalled; once deliveries are prompt again the bound falls back.
+func TestLagTrackerStallBound(t *testing.T) {
+	const after = 2 * time.Second
+	var l lagTracker
+	if got := l.stallBound(after); got != after {
+		t.Fatalf("no deliveries yet: bound %s, want %s", got, after)
+	}
+	for range 200 {
+		l.observe(3 * time.Second)
+	}
+	if got := l.stallBound(after); got < 7900*time.Millisecond || got > 8*time.Second {
+		t.Errorf("deliveries 3 s late: bound %s, want about 8 s", got)
+	}
+	for range 200 {
+		l.observe(10 * time.Millisecond)
+	}
+	if got := l.stallBound(after); got > after+100*time.Millisecond {
+		t.Errorf("deliveries prompt again: bound %s, want about %s", got, after)
+	}
+	l.observe(-time.Second) // a delivery before its due (clock step): counts as 0
+	if l.mean < 0 {
+		t.Errorf("negative lag %s", l.mean)
+	}
+}

@@ -10,6 +10,11 @@ import (
 // over sweeps instead of queueing thousands of goroutines at once.
 const maxActionsPerSweep = 256
 
+// maxKicksPerSweep bounds the stalled LiteTopics re-subscribed per sweep
+// (128/s at the default interval): a stall is one LiteTopic's, and a
+// flood of them means the consumer is behind, which kicks cannot fix.
+const maxKicksPerSweep = 32
+
 // pressureIdle is how long a LiteTopic must be unused before it is
 // unsubscribed while the process is at a subscription quota (its own
 // MaxLiteTopics, or a quota error from the broker in the last minute).
@@ -65,8 +70,8 @@ func (b *Backend) watchdogLoop() {
 //     subscribe;
 //   - a subscribe that overlapped the client's full sync: send the
 //     PARTIAL_ADD again (see syncTickWithin);
-//   - the oldest waiting message overdue by StallAfter with nothing being
-//     handled: unsubscribe and subscribe, which makes the broker dispatch
+//   - the oldest waiting message overdue by StallAfter (plus twice the
+//     current delivery lag, see lagTracker) with nothing being handled: unsubscribe and subscribe, which makes the broker dispatch
 //     the LiteTopic afresh (a fresh registration is dispatched; a repeated
 //     PARTIAL_ADD of a registered name is not). This also heals a lost
 //     dispatch event or long-poll wake-up in the broker;
@@ -86,7 +91,8 @@ func (b *Backend) sweep(now time.Time) {
 	pressure := (b.cfg.MaxLiteTopics > 0 && b.nsubs >= b.cfg.MaxLiteTopics*9/10) ||
 		(!b.quotaHit.IsZero() && now.Sub(b.quotaHit) < time.Minute)
 	var idle []string
-	started := 0
+	started, kicks := 0, 0
+	bound := b.lag.stallBound(b.cfg.StallAfter)
 	for lt, t := range b.topics {
 		if started >= maxActionsPerSweep {
 			break
@@ -101,11 +107,12 @@ func (b *Backend) sweep(now time.Time) {
 		case t.dueConfirms(now):
 			b.wstats.Confirms++
 			b.startFlightLocked(lt, t, actSubscribe, cl)
-		case t.subscribed && t.stalled(now, b.cfg.StallAfter):
+		case t.subscribed && kicks < maxKicksPerSweep && t.stalled(now, bound):
+			kicks++
 			b.wstats.Kicks++
 			b.log.Warn("rocketmq: LiteTopic stalled: oldest message overdue with no delivery; subscribing it again",
 				"litetopic", lt, "overdue", now.Sub(t.due).Round(time.Millisecond), "waiting", t.waiting, "kicks", t.kicks)
-			t.kicked(now, b.cfg.StallAfter)
+			t.kicked(now, bound)
 			b.startFlightLocked(lt, t, actResubscribe, cl)
 		case !t.subscribed && t.waiting == 0 && !t.busy:
 			delete(b.topics, lt) // a subscribe that failed for a message that was then not sent
