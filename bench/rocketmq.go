@@ -34,12 +34,6 @@ func rmqMeasure(ctx context.Context, backend, url string, clients int, dur time.
 	r := rmqRound{backend: backend}
 	var mu sync.Mutex
 	cpu0 := cpuSeconds()
-	defer func() {
-		r.cpu = map[string]float64{}
-		for k, v := range cpuSeconds() {
-			r.cpu[k] = v - cpu0[k]
-		}
-	}()
 	_, el := closedLoop(ctx, clients, 1_000_000, dur, func(ctx context.Context, _ int) {
 		tr := doStream(context.WithoutCancel(ctx), c, url, "sk-t0", "", body)
 		mu.Lock()
@@ -52,6 +46,12 @@ func rmqMeasure(ctx context.Context, backend, url string, clients int, dur time.
 		r.ttft = append(r.ttft, ms(tr.TTFT))
 	})
 	r.tput = float64(r.ok) / el.Seconds()
+	r.cpu = map[string]float64{}
+	for k, v := range cpuSeconds() {
+		if v0, ok := cpu0[k]; ok {
+			r.cpu[k] = v - v0
+		}
+	}
 	return r
 }
 
