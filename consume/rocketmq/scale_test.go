@@ -176,3 +176,50 @@ func TestIdleUnsubscribeAndQuota(t *testing.T) {
 	}
 	t.Logf("watchdog: %+v", b.WatchdogStats())
 }
+
+// TestOneInFlightPerLiteTopic: the handler never runs twice at once for
+// one LiteTopic ([consume.Handler]'s contract), and a LiteTopic's
+// messages arrive in publish order. With two broker groups the producer
+// spreads one LiteTopic's messages over both brokers (round robin over
+// the parent topic's queues; a Lite message cannot carry a message
+// group), so the broker alone no longer guarantees either.
+func TestOneInFlightPerLiteTopic(t *testing.T) {
+	in := sharedInstance(t)
+	lt := liteTopic(in.b, "one")
+	const n = 40
+	var running, maxRunning atomic.Int64
+	order := make(chan string, 2*n)
+	defer in.r.set(lt, func(_ context.Context, d *consume.Delivery) consume.Result {
+		now := running.Add(1)
+		defer running.Add(-1)
+		for m := maxRunning.Load(); now > m && !maxRunning.CompareAndSwap(m, now); m = maxRunning.Load() {
+		}
+		time.Sleep(5 * time.Millisecond) // a short handler, long enough to overlap a second delivery
+		order <- d.ID
+		return consume.Success()
+	})()
+	// Sequential publishes first (their order is defined), then
+	// concurrent ones (which the producer spreads over the queues).
+	for i := range n / 2 {
+		publish(t, in.b, message(fmt.Sprintf("one-%s-%02d", runID, i), lt))
+	}
+	var wg sync.WaitGroup
+	for i := n / 2; i < n; i++ {
+		wg.Go(func() { publish(t, in.b, message(fmt.Sprintf("one-%s-%02d", runID, i), lt)) })
+	}
+	wg.Wait()
+	var got []string
+	for range n {
+		got = append(got, recv(t, order, deliveryTimeout, "delivery"))
+	}
+	if m := maxRunning.Load(); m > 1 {
+		t.Errorf("%d handler calls ran at once for one LiteTopic, want 1", m)
+	}
+	outOfOrder := 0
+	for i, id := range got[:n/2] {
+		if id != fmt.Sprintf("one-%s-%02d", runID, i) {
+			outOfOrder++
+		}
+	}
+	t.Logf("%d messages: at most %d handler calls at once; %d of the %d published one after another delivered out of order", n, maxRunning.Load(), outOfOrder, n/2)
+}

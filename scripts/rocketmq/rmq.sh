@@ -15,6 +15,10 @@
 #   restart-proxy  stop and start the proxy only (broker and store keep running)
 #   restart-broker stop and start the broker only (namesrv, proxy and store stay;
 #                  Lite subscriptions, which live in broker memory, are lost)
+#   start-b        a second broker group, broker-b (port RMQ_BROKER_B_PORT [10921],
+#                  store .../store-b), in the same cluster behind the same name
+#                  server; run init after it so the topic and group exist on both
+#   stop-b         stop broker-b
 #   status         what runs, on which pid and port
 #   env            print the PACEGATE_ROCKETMQ_* variables for the Go tests
 #   clean          stop, then delete the store, logs and configs (keeps the jars)
@@ -44,6 +48,7 @@ RMQ_TOPIC=${RMQ_TOPIC:-LLM_REQ}
 RMQ_GROUP=${RMQ_GROUP:-GID_PACEGATE}
 RMQ_CLUSTER=${RMQ_CLUSTER:-DefaultCluster}
 RMQ_BROKER_NAME=${RMQ_BROKER_NAME:-broker-a}
+RMQ_BROKER_B_PORT=${RMQ_BROKER_B_PORT:-10921}
 RMQ_TIMEOUT=${RMQ_TIMEOUT:-120}
 RMQ_LITE_EXPIRATION=${RMQ_LITE_EXPIRATION:-1440} # minutes a LiteTopic may stay idle before the TTL reclaims it
 RMQ_NAMESRV_HEAP=${RMQ_NAMESRV_HEAP:-256m}
@@ -203,24 +208,20 @@ check_port_free() {
 
 # ---------------------------------------------------------------- configs
 
-write_configs() {
-	mkdir -p "$CONF" "$STORE"
-	cat >"$CONF/namesrv.conf" <<EOF
-listenPort=$RMQ_NAMESRV_PORT
-bindAddress=127.0.0.1
-EOF
-	cat >"$CONF/broker.conf" <<EOF
+# broker_conf FILE NAME PORT STORE: one broker of the cluster.
+broker_conf() {
+	cat >"$1" <<EOF
 brokerClusterName=$RMQ_CLUSTER
-brokerName=$RMQ_BROKER_NAME
+brokerName=$2
 brokerId=0
 brokerRole=ASYNC_MASTER
 flushDiskType=ASYNC_FLUSH
 brokerIP1=127.0.0.1
 bindAddress=127.0.0.1
-listenPort=$RMQ_BROKER_PORT
+listenPort=$3
 namesrvAddr=$NAMESRV_ADDR
-storePathRootDir=$STORE
-storePathCommitLog=$STORE/commitlog
+storePathRootDir=$4
+storePathCommitLog=$4/commitlog
 # 256 MiB CommitLog files instead of 1 GiB: the first start preallocates one.
 mappedFileSizeCommitLog=268435456
 deleteWhen=04
@@ -235,6 +236,16 @@ enableMultiDispatch=true
 # every 10-25 s.
 maxClientEventCount=$RMQ_LITE_EVENT_CAP
 EOF
+}
+
+write_configs() {
+	mkdir -p "$CONF" "$STORE"
+	cat >"$CONF/namesrv.conf" <<EOF
+listenPort=$RMQ_NAMESRV_PORT
+bindAddress=127.0.0.1
+EOF
+	broker_conf "$CONF/broker.conf" "$RMQ_BROKER_NAME" "$RMQ_BROKER_PORT" "$STORE"
+	broker_conf "$CONF/broker-b.conf" broker-b "$RMQ_BROKER_B_PORT" "$STORE-b"
 	cat >"$CONF/rmq-proxy.json" <<EOF
 {
   "rocketMQClusterName": "$RMQ_CLUSTER",
@@ -325,6 +336,25 @@ cmd_restart_proxy() {
 	log "restart-proxy: proxy ready in $((SECONDS - t0)) s"
 }
 
+broker_b_in_cluster() {
+	mqadmin clusterList -n "$NAMESRV_ADDR" 2>/dev/null | grep -qw broker-b
+}
+
+cmd_start_b() {
+	need_lib
+	running namesrv || die "start-b: the name server is not running (run '$0 start')"
+	write_configs
+	if running broker-b; then
+		log "start-b: broker-b already running (pid $(<"$(pidfile broker-b)"))"
+	else
+		check_port_free broker-b "$RMQ_BROKER_B_PORT"
+		launch broker-b "$RMQ_BROKER_HEAP" org.apache.rocketmq.broker.BrokerStartup -c "$CONF/broker-b.conf" -n "$NAMESRV_ADDR"
+	fi
+	wait_for broker-b "boot line" log_has broker-b "The broker[broker-b, 127.0.0.1:$RMQ_BROKER_B_PORT] boot success"
+	wait_for broker-b "broker-b in clusterList" broker_b_in_cluster
+	log "start-b: broker-b ready on 127.0.0.1:$RMQ_BROKER_B_PORT"
+}
+
 cmd_restart_broker() {
 	need_lib
 	write_configs
@@ -394,13 +424,17 @@ verify_init() {
 
 cmd_stop() {
 	stop_one proxy
+	stop_one broker-b
 	stop_one broker
 	stop_one namesrv
 }
 
 cmd_status() {
 	local n rc=0
-	for n in namesrv broker proxy; do
+	for n in namesrv broker broker-b proxy; do
+		if [[ $n == broker-b ]] && ! running broker-b; then
+			continue # optional
+		fi
 		if running "$n"; then
 			printf '%-8s running (pid %s)\n' "$n" "$(<"$(pidfile "$n")")"
 		else
@@ -427,13 +461,13 @@ EOF
 
 cmd_clean() {
 	cmd_stop
-	rm -rf "$STORE" "$LOGS" "$CONF" "$RUN"
+	rm -rf "$STORE" "$STORE-b" "$LOGS" "$CONF" "$RUN"
 	log "clean: removed store, logs, configs (jars kept in $LIB)"
 }
 
 # ---------------------------------------------------------------- main
 
-[[ $# -gt 0 ]] || { sed -n '2,32p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,36p' "$0"; exit 2; }
 mkdir -p "$RMQ_HOME"
 for c in "$@"; do
 	case $c in
@@ -443,9 +477,11 @@ for c in "$@"; do
 	stop) cmd_stop ;;
 	restart-proxy) cmd_restart_proxy ;;
 	restart-broker) cmd_restart_broker ;;
+	start-b) cmd_start_b ;;
+	stop-b) stop_one broker-b ;;
 	status) cmd_status ;;
 	env) cmd_env ;;
 	clean) cmd_clean ;;
-	*) die "unknown subcommand '$c' (fetch start init stop restart-proxy restart-broker status env clean)" ;;
+	*) die "unknown subcommand '$c' (fetch start init stop restart-proxy restart-broker start-b stop-b status env clean)" ;;
 	esac
 done
