@@ -214,7 +214,7 @@ func TestRocketMQColdStartBurst(t *testing.T) {
 // stream through the gateway: Lite subscriptions live only in broker
 // memory, so the restarted broker knows none. Every request ends with its
 // complete response or an explicit error, none in silence, and requests
-// are served again within seconds of the broker's return.
+// are served again soon after the broker's return.
 func TestRocketMQBrokerRestartThroughGateway(t *testing.T) {
 	queue := rocketmqQueue(t, "brestart")
 	if os.Getenv("PACEGATE_ROCKETMQ_NO_RESTART") != "" {
@@ -277,7 +277,12 @@ func TestRocketMQBrokerRestartThroughGateway(t *testing.T) {
 	for _, d := range silent {
 		t.Errorf("a request ended in silence: %s", d)
 	}
-	if resumed > 15*time.Second {
-		t.Errorf("serving resumed %s after the broker was back, want within seconds", resumed)
+	// A LiteTopic whose messages were popped and not yet acknowledged
+	// when the broker went down stays blocked (FIFO) until the restarted
+	// broker revives them, measured at about 20 s with invisible 10 s;
+	// the others resume within a second. The clients here all use one
+	// tenant, so the bound is the former.
+	if resumed > 30*time.Second {
+		t.Errorf("serving resumed %s after the broker was back, want within the messages' invisibility and the broker's revive (30 s)", resumed)
 	}
 }
