@@ -25,6 +25,7 @@ type rmqRound struct {
 	ok, errs int
 	tput     float64
 	ttft     []float64
+	cpu      map[string]float64 // CPU seconds per process during the round
 }
 
 func rmqMeasure(ctx context.Context, backend, url string, clients int, dur time.Duration) rmqRound {
@@ -32,6 +33,7 @@ func rmqMeasure(ctx context.Context, backend, url string, clients int, dur time.
 	body := chatBody(simModel, 16, true)
 	r := rmqRound{backend: backend}
 	var mu sync.Mutex
+	cpu0 := cpuSeconds()
 	_, el := closedLoop(ctx, clients, 1_000_000, dur, func(ctx context.Context, _ int) {
 		tr := doStream(context.WithoutCancel(ctx), c, url, "sk-t0", "", body)
 		mu.Lock()
@@ -44,6 +46,12 @@ func rmqMeasure(ctx context.Context, backend, url string, clients int, dur time.
 		r.ttft = append(r.ttft, ms(tr.TTFT))
 	})
 	r.tput = float64(r.ok) / el.Seconds()
+	r.cpu = map[string]float64{}
+	for k, v := range cpuSeconds() {
+		if v0, ok := cpu0[k]; ok {
+			r.cpu[k] = v - v0
+		}
+	}
 	return r
 }
 
@@ -84,6 +92,23 @@ func rmqReport(res *ScenarioResult, rounds []rmqRound) {
 		res.metric("rps_"+r.backend, r.tput)
 	}
 	res.Tables = append(res.Tables, t)
+	// Where the time goes: CPU per response in each process. The gateway
+	// and the load generator share this process; the broker's three JVMs
+	// are read from rmq.sh's pid files.
+	ct := Table{Title: "CPU per 1,000 responses (s)", Header: []string{"backend", "gateway+load (this process)", "proxy", "broker", "namesrv"}}
+	for _, r := range rounds {
+		row := []string{r.backend}
+		for _, k := range ct.Header[1:] {
+			v, ok := r.cpu[k]
+			if !ok || r.ok == 0 {
+				row = append(row, "–")
+				continue
+			}
+			row = append(row, f2(v*1000/float64(r.ok)))
+		}
+		ct.Rows = append(ct.Rows, row)
+	}
+	res.Tables = append(res.Tables, ct)
 	emb, rmq := rounds[0], rounds[1]
 	added50 := Quantile(rmq.ttft, 0.5) - Quantile(emb.ttft, 0.5)
 	added99 := Quantile(rmq.ttft, 0.99) - Quantile(emb.ttft, 0.99)

@@ -26,6 +26,7 @@ var scenarios = []scenario{
 	{"scale", "5. Scale", 45 * time.Second, 4 * time.Minute, 0, runScale},
 	{"disconnect", "6. Disconnect", 30 * time.Second, 2 * time.Minute, 0, runDisconnect},
 	{"rocketmq", "7. RocketMQ backend", 60 * time.Second, 4 * time.Minute, 0, runRocketMQ},
+	{"rocketmq-scale", "7b. RocketMQ at scale (issue 12)", 4 * time.Minute, 8 * time.Minute, 0, runRocketMQScale},
 	{"fairness", "8. Fair sharing of a saturated pool (issue 10)", 240 * time.Second, 8 * time.Minute, 2 * time.Minute, runFairness},
 }
 

@@ -23,8 +23,9 @@ const PropRequestID = "reqid"
 // Backend is a [consume.Backend] on RocketMQ Lite. Create it with [New]. It
 // is safe for concurrent use.
 //
-// Lock order: subMu before mu. mu guards pending, retries, subscribed and
-// closing; it is never held across an RPC.
+// mu guards pending, retries, topics, nsubs, quotaHit, wstats, lag and
+// closing; it is never held across an RPC (subscription RPCs run in
+// goroutines started under mu and counted in bg).
 type Backend struct {
 	cfg   Config
 	log   *slog.Logger
@@ -40,19 +41,26 @@ type Backend struct {
 	handlerCtx    context.Context
 	cancelHandler context.CancelFunc
 
-	subMu sync.Mutex     // serialises SubscribeLite calls and client rebuilds
-	bg    sync.WaitGroup // sends cut off by PublishTimeout, old clients stopping
+	rebuildMu sync.Mutex     // one client rebuild at a time
+	bg        sync.WaitGroup // sends cut off by PublishTimeout, subscription RPCs, old clients stopping
+	subSem    chan struct{}  // bounds concurrent subscription RPCs (SubscribeConcurrency)
 
-	mu         sync.Mutex
-	closing    bool
-	inflight   sync.WaitGroup    // handler calls; Add only under mu while !closing
-	subscribed map[string]bool   // LiteTopics this process uses (subscribed on the current clients)
-	pending    map[string]string // request id → LiteTopic: published, not acknowledged
-	retries    map[string]int    // request id → Retry results so far
+	mu       sync.Mutex
+	closing  bool
+	inflight sync.WaitGroup    // handler calls; Add only under mu while !closing
+	topics   map[string]*topic // LiteTopics this process uses
+	nsubs    int               // topics subscribed or being subscribed
+	quotaHit time.Time         // the broker's last quota refusal
+	wstats   WatchdogStats
+	lag      lagTracker        // how late deliveries are now (watchdog)
+	pending  map[string]string // request id → LiteTopic: published, not acknowledged
+	retries  map[string]int    // request id → Retry results so far
 
 	loopQuit chan struct{}
 	loopDone chan struct{}
 	kick     chan struct{} // cap 1: ask the probe loop to check now
+	wkick    chan struct{} // cap 1: ask the watchdog to sweep now
+	wdone    chan struct{} // closed when the watchdog loop returned
 }
 
 var _ consume.Backend = (*Backend)(nil)
@@ -83,15 +91,18 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("rocketmq: %w", err)
 	}
 	b := &Backend{
-		cfg:        cfg,
-		log:        log,
-		probe:      p,
-		subscribed: make(map[string]bool),
-		pending:    make(map[string]string),
-		retries:    make(map[string]int),
-		loopQuit:   make(chan struct{}),
-		loopDone:   make(chan struct{}),
-		kick:       make(chan struct{}, 1),
+		cfg:      cfg,
+		log:      log,
+		probe:    p,
+		topics:   make(map[string]*topic),
+		pending:  make(map[string]string),
+		retries:  make(map[string]int),
+		subSem:   make(chan struct{}, cfg.SubscribeConcurrency),
+		loopQuit: make(chan struct{}),
+		loopDone: make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		wkick:    make(chan struct{}, 1),
+		wdone:    make(chan struct{}),
 	}
 	b.handlerCtx, b.cancelHandler = context.WithCancel(context.Background())
 	if err := b.connect(); err != nil {
@@ -103,6 +114,7 @@ func New(cfg Config) (*Backend, error) {
 		log.Info("rocketmq: connected", "topic", cfg.Topic, "group", cfg.Group)
 	}
 	go b.probeLoop()
+	go b.watchdogLoop()
 	return b, nil
 }
 
@@ -114,7 +126,7 @@ func (b *Backend) connect() error {
 	if err != nil {
 		return fmt.Errorf("%w: rocketmq at %s: %v", consume.ErrUnavailable, b.cfg.Endpoint, err)
 	}
-	cl, err := b.startClients()
+	cl, err := b.startClients(1)
 	if err != nil {
 		return err
 	}
@@ -130,9 +142,15 @@ func (b *Backend) connect() error {
 type clients struct {
 	producer rmq.Producer
 	consumer rmq.LitePushConsumer
+	// gen numbers the clients (1 at New, +1 per rebuild): a LiteTopic
+	// subscribed on an older generation must be subscribed again.
+	gen uint64
+	// started is when the consumer's Start returned: the base of its
+	// full-sync ticker (see syncTickWithin).
+	started time.Time
 }
 
-func (b *Backend) startClients() (*clients, error) {
+func (b *Backend) startClients(gen uint64) (*clients, error) {
 	cfg := b.cfg
 	creds := &credentials.SessionCredentials{} // ACL off: empty credentials
 	prod, err := rmq.NewProducer(&rmq.Config{Endpoint: cfg.Endpoint, Credentials: creds}, rmq.WithTopics(cfg.Topic))
@@ -159,7 +177,7 @@ func (b *Backend) startClients() (*clients, error) {
 		return nil, fmt.Errorf("%w: rocketmq: start lite consumer (group %s bound to %s?): %v",
 			consume.ErrUnavailable, cfg.Group, cfg.Topic, err)
 	}
-	return &clients{producer: prod, consumer: cons}, nil
+	return &clients{producer: prod, consumer: cons, gen: gen, started: time.Now()}, nil
 }
 
 // stop stops both clients; the consumer waits for its long poll.
@@ -226,8 +244,8 @@ func (b *Backend) Publish(ctx context.Context, m *consume.Message) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
 	defer cancel()
-	if err := b.ensureSubscribed(m.LiteTopic); err != nil {
-		b.release(m.ID)
+	if err := b.ensureSubscribed(ctx, m.LiteTopic); err != nil {
+		b.sent(m.ID, m.LiteTopic, false, time.Now())
 		return err
 	}
 	msg := &rmq.Message{Topic: b.cfg.Topic, Body: m.Body}
@@ -238,14 +256,40 @@ func (b *Backend) Publish(ctx context.Context, m *consume.Message) error {
 	}
 	msg.AddProperty(PropRequestID, m.ID)
 	if err := b.send(ctx, msg); err != nil {
-		b.release(m.ID)
+		b.sent(m.ID, m.LiteTopic, false, time.Now())
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
 			return cerr // the caller gave up
 		}
-		b.kickProbe()
-		return fmt.Errorf("%w: rocketmq send to %s: %v", consume.ErrUnavailable, m.LiteTopic, err)
+		err = mapBrokerError("send to "+m.LiteTopic, m.LiteTopic, err)
+		if _, full := consume.IsFull(err); !full {
+			b.kickProbe()
+		}
+		return err
 	}
+	b.sent(m.ID, m.LiteTopic, true, time.Now())
 	return nil
+}
+
+// sent records that a message to lt was stored by the broker (ok) or
+// that its send failed (then it is released).
+func (b *Backend) sent(id, lt string, ok bool, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.topics[lt]
+	if t != nil && t.sending > 0 {
+		t.sending--
+	}
+	if !ok {
+		b.releaseLocked(id)
+		return
+	}
+	if t == nil {
+		return
+	}
+	t.stored = now
+	if t.waiting-t.sending == 1 && !t.busy {
+		t.due = now // the only stored one: deliverable from now
+	}
 }
 
 // send bounds the client's Send by ctx: v5.1.4 retries with its own
@@ -292,6 +336,15 @@ func (b *Backend) reserve(m *consume.Message) error {
 			Limit: int64(b.cfg.MaxPending), RetryAfter: DefaultFullRetryAfter}
 	}
 	b.pending[m.ID] = m.LiteTopic
+	now := time.Now()
+	t := b.topics[m.LiteTopic]
+	if t == nil {
+		t = &topic{}
+		b.topics[m.LiteTopic] = t
+	}
+	t.waiting++
+	t.sending++
+	t.used = now
 	return nil
 }
 
@@ -304,40 +357,15 @@ func (b *Backend) release(id string) {
 
 // releaseLocked is release; requires mu held.
 func (b *Backend) releaseLocked(id string) {
+	lt, ok := b.pending[id]
+	if !ok {
+		return
+	}
 	delete(b.retries, id)
 	delete(b.pending, id)
-}
-
-// ensureSubscribed subscribes lt once per process (and again after an
-// outage, see resubscribeAll), before the first message is sent to it: a
-// new (group, LiteTopic) pair may start at the newest offset otherwise.
-func (b *Backend) ensureSubscribed(lt string) error {
-	b.mu.Lock()
-	ok := b.subscribed[lt]
-	b.mu.Unlock()
-	if ok {
-		return nil
+	if t := b.topics[lt]; t != nil && t.waiting > 0 {
+		t.waiting--
 	}
-	b.subMu.Lock()
-	defer b.subMu.Unlock()
-	b.mu.Lock()
-	ok = b.subscribed[lt]
-	b.mu.Unlock()
-	if ok {
-		return nil
-	}
-	cl := b.cl.Load()
-	if cl == nil {
-		return fmt.Errorf("%w: rocketmq at %s: not connected", consume.ErrUnavailable, b.cfg.Endpoint)
-	}
-	if err := cl.consumer.SubscribeLite(lt); err != nil {
-		b.kickProbe()
-		return fmt.Errorf("%w: rocketmq SubscribeLite %s: %v", consume.ErrUnavailable, lt, err)
-	}
-	b.mu.Lock()
-	b.subscribed[lt] = true
-	b.mu.Unlock()
-	return nil
 }
 
 // Start implements [consume.Backend.Start]. Messages that arrive before
@@ -367,18 +395,52 @@ func (b *Backend) consume(mv *rmq.MessageView) rmq.ConsumerResult {
 	}
 	b.inflight.Add(1)
 	d := b.delivery(mv)
+	own := b.deliveredLocked(d, time.Now())
 	b.mu.Unlock()
 	defer b.inflight.Done()
 
 	res := b.call(*hp, d)
+	var out rmq.ConsumerResult
+	next := time.Duration(0) // when the LiteTopic can deliver again
 	switch res.Action {
 	case consume.ActionSuccess:
 		b.release(d.ID)
-		return rmq.SUCCESS
+		out = rmq.SUCCESS
 	case consume.ActionSuspend:
-		return rmq.NewConsumerResultSuspend(clampSuspend(res.Delay))
+		next = clampSuspend(res.Delay)
+		out = rmq.NewConsumerResultSuspend(next)
 	default:
-		return b.retry(d)
+		out, next = b.retry(d)
+	}
+	if own {
+		b.answered(d.LiteTopic, time.Now().Add(next))
+	}
+	return out
+}
+
+// deliveredLocked marks d's LiteTopic busy if d is one of this process's
+// messages, and reports whether it is; requires mu held.
+func (b *Backend) deliveredLocked(d *consume.Delivery, now time.Time) bool {
+	if _, ok := b.pending[d.ID]; !ok {
+		return false
+	}
+	t := b.topics[d.LiteTopic]
+	if t == nil {
+		return false
+	}
+	if t.waiting-t.sending > 0 {
+		b.lag.observe(now.Sub(t.due))
+	}
+	t.busy, t.kicks, t.nextKick, t.used = true, 0, time.Time{}, now
+	return true
+}
+
+// answered ends a handler call on lt: its next message is due at next.
+func (b *Backend) answered(lt string, next time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.topics[lt]; t != nil {
+		t.busy, t.due = false, next
 	}
 }
 
@@ -429,7 +491,7 @@ func (b *Backend) call(h consume.Handler, d *consume.Delivery) (res consume.Resu
 
 // retry turns a Retry result into a Suspend with exponential backoff; see
 // the package doc for why not FAILURE.
-func (b *Backend) retry(d *consume.Delivery) rmq.ConsumerResult {
+func (b *Backend) retry(d *consume.Delivery) (rmq.ConsumerResult, time.Duration) {
 	b.mu.Lock()
 	b.retries[d.ID]++
 	n := b.retries[d.ID]
@@ -438,10 +500,11 @@ func (b *Backend) retry(d *consume.Delivery) rmq.ConsumerResult {
 		b.mu.Unlock()
 		b.log.Error("rocketmq: giving up on a request after repeated Retry results; acknowledged",
 			"id", d.ID, "litetopic", d.LiteTopic, "retries", n-1)
-		return rmq.SUCCESS
+		return rmq.SUCCESS, 0
 	}
 	b.mu.Unlock()
-	return rmq.NewConsumerResultSuspend(clampSuspend(backoff(b.cfg.RetryBackoff, b.cfg.MaxRetryBackoff, n)))
+	wait := clampSuspend(backoff(b.cfg.RetryBackoff, b.cfg.MaxRetryBackoff, n))
+	return rmq.NewConsumerResultSuspend(wait), wait
 }
 
 func backoff(base, max time.Duration, n int) time.Duration {
@@ -469,6 +532,7 @@ func (b *Backend) Close(ctx context.Context) (consume.Leftover, error) {
 	b.mu.Unlock()
 	close(b.loopQuit)
 	<-b.loopDone
+	<-b.wdone
 
 	done := make(chan error, 1)
 	go func() {

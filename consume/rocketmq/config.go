@@ -21,6 +21,12 @@ const (
 	DefaultMaxRetryBackoff    = 30 * time.Second
 	DefaultMaxRetries         = 16
 	DefaultFullRetryAfter     = time.Second
+	DefaultSubscribeWait      = time.Second
+	DefaultSubscribeConc      = 32
+	DefaultStallAfter         = 2 * time.Second
+	DefaultWatchdogInterval   = 250 * time.Millisecond
+	DefaultIdleUnsubscribe    = 5 * time.Minute
+	DefaultLiteTopicExpiry    = 1440 * time.Minute
 )
 
 // minSuspend is the client's smallest Suspend: NewConsumerResultSuspend
@@ -76,6 +82,37 @@ type Config struct {
 	// MaxRetries is how many Retry results a request gets before it is
 	// acknowledged and logged as given up. If zero, DefaultMaxRetries.
 	MaxRetries int
+	// SubscribeWait is how long a Publish to a LiteTopic not yet
+	// subscribed waits for its SubscribeLite before sending anyway (the
+	// broker keeps the message; the subscription completes in the
+	// background or through the watchdog). If zero, DefaultSubscribeWait.
+	SubscribeWait time.Duration
+	// SubscribeConcurrency bounds the subscription RPCs in flight. If
+	// zero, DefaultSubscribeConc.
+	SubscribeConcurrency int
+	// StallAfter is how long a LiteTopic's oldest message may be overdue
+	// (deliverable, nothing being handled) before the watchdog subscribes
+	// the LiteTopic again. If zero, DefaultStallAfter.
+	StallAfter time.Duration
+	// WatchdogInterval is how often the watchdog sweeps. If zero,
+	// DefaultWatchdogInterval.
+	WatchdogInterval time.Duration
+	// IdleUnsubscribe is how long a LiteTopic with nothing waiting stays
+	// subscribed after its last use (the broker limits subscriptions per
+	// client: lite.sub.client.quota). If zero, DefaultIdleUnsubscribe.
+	IdleUnsubscribe time.Duration
+	// MaxLiteTopics caps the LiteTopics this process keeps subscribed; a
+	// publish to a new one beyond it fails with a *consume.FullError
+	// (ScopeEngine, 429) while idle ones are unsubscribed. Set it to the
+	// group's lite.sub.client.quota. If zero, no local cap: the broker's
+	// quota refusal gives the same error.
+	MaxLiteTopics int
+	// LiteTopicExpiration is the parent topic's lite.topic.expiration:
+	// a LiteTopic with no message stored for that long may have been
+	// deleted by the broker with its subscription, so it is subscribed
+	// again before its next message. If zero, DefaultLiteTopicExpiry
+	// (scripts/rocketmq's 1440 min); negative: never expires.
+	LiteTopicExpiration time.Duration
 	// Logger receives the backend's log lines. If nil, slog.Default().
 	Logger *slog.Logger
 }
@@ -115,6 +152,16 @@ func (c Config) withDefaults() (Config, error) {
 	defD(&c.ProbeInterval, DefaultProbeInterval)
 	defD(&c.RetryBackoff, DefaultRetryBackoff)
 	defD(&c.MaxRetryBackoff, DefaultMaxRetryBackoff)
+	defD(&c.SubscribeWait, DefaultSubscribeWait)
+	def(&c.SubscribeConcurrency, DefaultSubscribeConc)
+	defD(&c.StallAfter, DefaultStallAfter)
+	defD(&c.WatchdogInterval, DefaultWatchdogInterval)
+	defD(&c.IdleUnsubscribe, DefaultIdleUnsubscribe)
+	if c.LiteTopicExpiration == 0 {
+		c.LiteTopicExpiration = DefaultLiteTopicExpiry
+	} else if c.LiteTopicExpiration < 0 {
+		c.LiteTopicExpiration = 0 // never
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -67,9 +67,9 @@
 // publish to it. Messages its previous incarnation left behind are delivered
 // then; the consumer finds no registry entry for them and drops them as
 // "client gone" (nobody is waiting for them any more). After a proxy or
-// broker outage the backend re-subscribes every name it knows as soon as the
-// probe sees the broker again (the client would otherwise wait up to 30 s for
-// its periodic COMPLETE_ADD sync).
+// broker outage the backend rebuilds its clients when the probe sees the
+// broker again; the watchdog (below) subscribes at once every LiteTopic with
+// waiting messages, and a publish subscribes the others on first use.
 //
 // A dead replica's backlog: its LiteTopics have no subscriber, so nobody
 // receives them. They wait until a replica with the same id returns and
@@ -78,6 +78,25 @@
 // deletes them with their backlog. Use stable replica ids (StatefulSet
 // ordinals, host names) so that a replacement cleans up after its
 // predecessor.
+//
+// # Subscriptions and the watchdog
+//
+// Subscriptions run concurrently (one RPC per LiteTopic at a time, at most
+// SubscribeConcurrency in all), and a Publish waits for its LiteTopic's at
+// most SubscribeWait before sending anyway: a burst of new LiteTopics does
+// not turn into publish timeouts, and the broker keeps a message until its
+// subscription lands. v5.1.4's full sync every 30 s can undo a SubscribeLite
+// that overlapped it (see syncTickWithin), and the broker sometimes loses a
+// LiteTopic's dispatch event; either would leave a message waiting 30 s or
+// for good. The backend therefore re-sends a subscription that overlapped a
+// sync, and a watchdog (every WatchdogInterval) unsubscribes and subscribes
+// again a LiteTopic whose oldest stored message is overdue by StallAfter
+// plus twice the current delivery lag with nothing being handled: the
+// broker dispatches a fresh registration. The same watchdog unsubscribes
+// LiteTopics idle for IdleUnsubscribe (the broker limits subscriptions per
+// client), and re-subscribes before use a LiteTopic the broker may have
+// expired (LiteTopicExpiration). A quota or rate refusal of the broker is
+// a *consume.FullError (429), never an outage.
 //
 // # Backlog and failures
 //

@@ -152,16 +152,21 @@ func (b *Backend) setDown(err error, since time.Time) {
 }
 
 // rebuild replaces the producer and the consumer with new ones (new client
-// ids) and subscribes every LiteTopic this process uses on the new
-// consumer. The old clients stop in the background; what the old consumer
-// had received and not acknowledged is redelivered after its invisibility.
-// The client's own 30 s COMPLETE_ADD sync would re-subscribe too, but only
-// after the settings it never re-sends (see clients).
+// ids). The new consumer has no subscriptions: every LiteTopic this
+// process uses belongs to the old generation, so the watchdog subscribes
+// at once those with waiting messages, and a publish subscribes the others
+// on first use. The old clients stop in the background; what the old
+// consumer had received and not acknowledged is redelivered after its
+// invisibility. (The client's own 30 s COMPLETE_ADD sync is no help here:
+// it runs on the old client, which never re-sends its settings.)
 func (b *Backend) rebuild() error {
-	b.subMu.Lock()
-	defer b.subMu.Unlock()
-	t0 := time.Now()
-	nc, err := b.startClients()
+	b.rebuildMu.Lock()
+	defer b.rebuildMu.Unlock()
+	var gen uint64 = 1
+	if old := b.cl.Load(); old != nil {
+		gen = old.gen + 1
+	}
+	nc, err := b.startClients(gen)
 	if err != nil {
 		return err
 	}
@@ -175,22 +180,9 @@ func (b *Backend) rebuild() error {
 		}()
 	}
 	b.mu.Lock()
-	names := make([]string, 0, len(b.subscribed))
-	for lt := range b.subscribed {
-		names = append(names, lt)
-	}
+	n := len(b.topics)
 	b.mu.Unlock()
-	for _, lt := range names {
-		select {
-		case <-b.loopQuit:
-			return errors.New("closing")
-		default:
-		}
-		if err := nc.consumer.SubscribeLite(lt); err != nil {
-			return fmt.Errorf("SubscribeLite %s: %w", lt, err)
-		}
-	}
-	b.log.Info("rocketmq: reconnected with new clients", "resubscribed", len(names),
-		"took", time.Since(t0).Round(time.Millisecond))
+	b.kickWatchdog()
+	b.log.Info("rocketmq: reconnected with new clients; LiteTopics are subscribed again as they are used", "known", n, "generation", gen)
 	return nil
 }

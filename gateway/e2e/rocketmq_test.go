@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // rocketmqQueue returns the queue section for a stack on the broker that
@@ -148,5 +152,137 @@ queue:
 	want := `{"error":{"message":"The request queue is unavailable; please retry shortly.","type":"server_error","param":null,"code":"service_unavailable"}}`
 	if resp.StatusCode != http.StatusServiceUnavailable || body != want || resp.Header.Get("Retry-After") != "1" {
 		t.Errorf("got %d %s (Retry-After %q)\nwant 503 %s", resp.StatusCode, body, resp.Header.Get("Retry-After"), want)
+	}
+}
+
+// A burst of new tenants on the broker (issue 12's measurement: 100 new
+// tenants with 5 concurrent clients each, all at once, through one
+// gateway) gets no 503: every request is answered 200. Before the
+// backend subscribed LiteTopics concurrently and stopped waiting on a
+// slow SubscribeLite, 3.3% of such requests got 503 (publish timeout).
+func TestRocketMQColdStartBurst(t *testing.T) {
+	queue := rocketmqQueue(t, "burst")
+	// PACEGATE_ROCKETMQ_BURST_TENANTS scales it up (the bench's
+	// rocketmq-scale scenario runs 1,000).
+	tenants, clients, each := 100, 5, 4
+	if n, err := strconv.Atoi(os.Getenv("PACEGATE_ROCKETMQ_BURST_TENANTS")); err == nil && n > 0 {
+		tenants = n
+	}
+	var y strings.Builder
+	y.WriteString("defaults: {rpm: 0, tpm: 0, burst: 0, rate: .inf, backlog: 100000, max_wait: 60s}\ntenants:\n")
+	for i := range tenants {
+		fmt.Fprintf(&y, "  - {id: t%03d, keys: [\"sk-t%03d\"]}\n", i, i)
+	}
+	sim := newSim(t, fastSim())
+	s := startStack(t, queue+y.String(), sim)
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var first []string
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range tenants {
+		for range clients {
+			wg.Go(func() {
+				<-start
+				for range each {
+					resp, err := http.DefaultClient.Do(newPost(context.Background(), s.url, fmt.Sprintf("sk-t%03d", i), streamBody))
+					code := -1
+					var body string
+					if err == nil {
+						code = resp.StatusCode
+						body = readAll(t, resp.Body)
+					}
+					mu.Lock()
+					codes[code]++
+					if code != http.StatusOK && len(first) < 5 {
+						first = append(first, fmt.Sprintf("t%03d: %d %v %s", i, code, err, body))
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	t.Logf("%d new tenants × %d clients × %d requests: status counts %v", tenants, clients, each, codes)
+	if codes[http.StatusOK] != tenants*clients*each {
+		t.Errorf("%d of %d requests answered 200; first failures: %v", codes[http.StatusOK], tenants*clients*each, first)
+	}
+}
+
+// The broker itself restarts (namesrv and proxy stay up) while clients
+// stream through the gateway: Lite subscriptions live only in broker
+// memory, so the restarted broker knows none. Every request ends with its
+// complete response or an explicit error, none in silence, and requests
+// are served again soon after the broker's return.
+func TestRocketMQBrokerRestartThroughGateway(t *testing.T) {
+	queue := rocketmqQueue(t, "brestart")
+	if os.Getenv("PACEGATE_ROCKETMQ_NO_RESTART") != "" {
+		t.Skip("PACEGATE_ROCKETMQ_NO_RESTART is set")
+	}
+	script, _ := filepath.Abs("../../scripts/rocketmq/rmq.sh")
+	queue = strings.Replace(queue, "replica_id:", "invisible: 10s, replica_id:", 1)
+	s := startStack(t, "server: {request_timeout: 40s}\n"+queue+tenantsYAML, newSim(t, fastSim()))
+	ctx, stop := context.WithCancel(t.Context())
+	var (
+		mu       sync.Mutex
+		outcomes = map[string]int{}
+		silent   []string
+		lastOK   time.Time
+		wg       sync.WaitGroup
+	)
+	for range 4 {
+		wg.Go(func() {
+			for range 5000 { // bounded; a 10 ms pause after an error
+				if ctx.Err() != nil {
+					return
+				}
+				kind, detail := classify(s.url)
+				mu.Lock()
+				outcomes[kind]++
+				if kind == "silent" {
+					silent = append(silent, detail)
+				}
+				if kind == "ok" {
+					lastOK = time.Now()
+				}
+				mu.Unlock()
+				if kind != "ok" {
+					select {
+					case <-ctx.Done():
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}
+		})
+	}
+	out, err := exec.CommandContext(t.Context(), "bash", script, "restart-broker").CombinedOutput()
+	back := time.Now()
+	if err != nil {
+		stop()
+		wg.Wait()
+		t.Fatalf("restart-broker: %v\n%s", err, out)
+	}
+	eventually(t, 60*time.Second, "a request served after the broker's return", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return lastOK.After(back)
+	})
+	mu.Lock()
+	resumed := lastOK.Sub(back)
+	mu.Unlock()
+	stop()
+	wg.Wait()
+	t.Logf("outcomes during the broker restart: %v; first request served %s after restart-broker returned", outcomes, resumed.Round(time.Millisecond))
+	for _, d := range silent {
+		t.Errorf("a request ended in silence: %s", d)
+	}
+	// A LiteTopic whose messages were popped and not yet acknowledged
+	// when the broker went down stays blocked (FIFO) until the restarted
+	// broker revives them, measured at about 20 s with invisible 10 s;
+	// the others resume within a second. The clients here all use one
+	// tenant, so the bound is the former.
+	if resumed > 30*time.Second {
+		t.Errorf("serving resumed %s after the broker was back, want within the messages' invisibility and the broker's revive (30 s)", resumed)
 	}
 }

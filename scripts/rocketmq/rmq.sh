@@ -13,6 +13,12 @@
 #   init           create the LITE parent topic and the consumer group, then verify
 #   stop           stop proxy, broker, namesrv (TERM, KILL only after a timeout)
 #   restart-proxy  stop and start the proxy only (broker and store keep running)
+#   restart-broker stop and start the broker only (namesrv, proxy and store stay;
+#                  Lite subscriptions, which live in broker memory, are lost)
+#   start-b        a second broker group, broker-b (port RMQ_BROKER_B_PORT [10921],
+#                  store .../store-b), in the same cluster behind the same name
+#                  server; run init after it so the topic and group exist on both
+#   stop-b         stop broker-b
 #   status         what runs, on which pid and port
 #   env            print the PACEGATE_ROCKETMQ_* variables for the Go tests
 #   clean          stop, then delete the store, logs and configs (keeps the jars)
@@ -22,7 +28,12 @@
 # RMQ_NAMESRV_PORT [9876], RMQ_BROKER_PORT [10911; also uses port-2 and port+1],
 # RMQ_PROXY_PORT [8081, gRPC], RMQ_PROXY_REMOTING_PORT [18080: not 8080, which is pacegate's own default], RMQ_TOPIC [LLM_REQ],
 # RMQ_GROUP [GID_PACEGATE], RMQ_TIMEOUT [120 s per wait], RMQ_LITE_EXPIRATION [1440 min],
-# RMQ_NAMESRV_HEAP [256m], RMQ_BROKER_HEAP [1g], RMQ_PROXY_HEAP [768m].
+# RMQ_NAMESRV_HEAP [256m], RMQ_BROKER_HEAP [1g], RMQ_PROXY_HEAP [768m],
+# RMQ_LITE_CLIENT_QUOTA [20000: LiteTopics one client may subscribe; the broker's
+# default 2000 is below what one gateway replica uses at scale],
+# RMQ_LITE_EVENT_CAP [20000: pending "LiteTopic has messages" events per client;
+# the default 100 makes dispatch wait 10-25 s once more LiteTopics are active],
+# RMQ_POLL_CAP_MS [5000: the proxy's long-poll cap; bounds a missed wake-up].
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -37,11 +48,15 @@ RMQ_TOPIC=${RMQ_TOPIC:-LLM_REQ}
 RMQ_GROUP=${RMQ_GROUP:-GID_PACEGATE}
 RMQ_CLUSTER=${RMQ_CLUSTER:-DefaultCluster}
 RMQ_BROKER_NAME=${RMQ_BROKER_NAME:-broker-a}
+RMQ_BROKER_B_PORT=${RMQ_BROKER_B_PORT:-10921}
 RMQ_TIMEOUT=${RMQ_TIMEOUT:-120}
 RMQ_LITE_EXPIRATION=${RMQ_LITE_EXPIRATION:-1440} # minutes a LiteTopic may stay idle before the TTL reclaims it
 RMQ_NAMESRV_HEAP=${RMQ_NAMESRV_HEAP:-256m}
 RMQ_BROKER_HEAP=${RMQ_BROKER_HEAP:-1g}
 RMQ_PROXY_HEAP=${RMQ_PROXY_HEAP:-768m}
+RMQ_LITE_CLIENT_QUOTA=${RMQ_LITE_CLIENT_QUOTA:-20000}
+RMQ_LITE_EVENT_CAP=${RMQ_LITE_EVENT_CAP:-20000}
+RMQ_POLL_CAP_MS=${RMQ_POLL_CAP_MS:-5000}
 
 LIB="$RMQ_HOME/lib"
 CONF="$RMQ_HOME/conf"
@@ -193,24 +208,20 @@ check_port_free() {
 
 # ---------------------------------------------------------------- configs
 
-write_configs() {
-	mkdir -p "$CONF" "$STORE"
-	cat >"$CONF/namesrv.conf" <<EOF
-listenPort=$RMQ_NAMESRV_PORT
-bindAddress=127.0.0.1
-EOF
-	cat >"$CONF/broker.conf" <<EOF
+# broker_conf FILE NAME PORT STORE: one broker of the cluster.
+broker_conf() {
+	cat >"$1" <<EOF
 brokerClusterName=$RMQ_CLUSTER
-brokerName=$RMQ_BROKER_NAME
+brokerName=$2
 brokerId=0
 brokerRole=ASYNC_MASTER
 flushDiskType=ASYNC_FLUSH
 brokerIP1=127.0.0.1
 bindAddress=127.0.0.1
-listenPort=$RMQ_BROKER_PORT
+listenPort=$3
 namesrvAddr=$NAMESRV_ADDR
-storePathRootDir=$STORE
-storePathCommitLog=$STORE/commitlog
+storePathRootDir=$4
+storePathCommitLog=$4/commitlog
 # 256 MiB CommitLog files instead of 1 GiB: the first start preallocates one.
 mappedFileSizeCommitLog=268435456
 deleteWhen=04
@@ -219,7 +230,22 @@ autoCreateTopicEnable=false
 autoCreateSubscriptionGroup=false
 enableLmq=true
 enableMultiDispatch=true
+# Per-client pending-event queue when the group sets none (the group's
+# lite.sub.client.max.event.cnt, set by init, wins). With more active
+# LiteTopics per client than this, dispatch falls back to a full scan
+# every 10-25 s.
+maxClientEventCount=$RMQ_LITE_EVENT_CAP
 EOF
+}
+
+write_configs() {
+	mkdir -p "$CONF" "$STORE"
+	cat >"$CONF/namesrv.conf" <<EOF
+listenPort=$RMQ_NAMESRV_PORT
+bindAddress=127.0.0.1
+EOF
+	broker_conf "$CONF/broker.conf" "$RMQ_BROKER_NAME" "$RMQ_BROKER_PORT" "$STORE"
+	broker_conf "$CONF/broker-b.conf" broker-b "$RMQ_BROKER_B_PORT" "$STORE-b"
 	cat >"$CONF/rmq-proxy.json" <<EOF
 {
   "rocketMQClusterName": "$RMQ_CLUSTER",
@@ -232,7 +258,8 @@ EOF
   "maxInvisibleTimeMills": 43200000,
   "topicRouteServiceCacheRefreshSeconds": 5,
   "topicConfigCacheRefreshSeconds": 5,
-  "subscriptionGroupConfigCacheRefreshSeconds": 5
+  "subscriptionGroupConfigCacheRefreshSeconds": 5,
+  "grpcClientConsumerMaxLongPollingTimeoutMillis": $RMQ_POLL_CAP_MS
 }
 EOF
 }
@@ -309,6 +336,34 @@ cmd_restart_proxy() {
 	log "restart-proxy: proxy ready in $((SECONDS - t0)) s"
 }
 
+broker_b_in_cluster() {
+	mqadmin clusterList -n "$NAMESRV_ADDR" 2>/dev/null | grep -qw broker-b
+}
+
+cmd_start_b() {
+	need_lib
+	running namesrv || die "start-b: the name server is not running (run '$0 start')"
+	write_configs
+	if running broker-b; then
+		log "start-b: broker-b already running (pid $(<"$(pidfile broker-b)"))"
+	else
+		check_port_free broker-b "$RMQ_BROKER_B_PORT"
+		launch broker-b "$RMQ_BROKER_HEAP" org.apache.rocketmq.broker.BrokerStartup -c "$CONF/broker-b.conf" -n "$NAMESRV_ADDR"
+	fi
+	wait_for broker-b "boot line" log_has broker-b "The broker[broker-b, 127.0.0.1:$RMQ_BROKER_B_PORT] boot success"
+	wait_for broker-b "broker-b in clusterList" broker_b_in_cluster
+	log "start-b: broker-b ready on 127.0.0.1:$RMQ_BROKER_B_PORT"
+}
+
+cmd_restart_broker() {
+	need_lib
+	write_configs
+	stop_one broker
+	local t0=$SECONDS
+	start_broker
+	log "restart-broker: broker ready in $((SECONDS - t0)) s"
+}
+
 # ---------------------------------------------------------------- init
 
 cmd_init() {
@@ -330,8 +385,11 @@ cmd_init() {
 	mqadmin updateSubGroup -n "$NAMESRV_ADDR" -c "$RMQ_CLUSTER" -g CID_DefaultHeartBeatSyncerTopic >"$RUN/init-sync-group.out" 2>&1 &
 	local p3=$!
 	wait $p1 || { cat "$RUN/init-topic.out" >&2; die "init: updateTopic $RMQ_TOPIC failed"; }
+	# lite.sub.client.quota: LiteTopics per client (default 2000; the proxy
+	# refuses a PARTIAL_ADD beyond it and a full sync beyond quota+300).
+	# lite.sub.client.max.event.cnt: see maxClientEventCount in broker.conf.
 	mqadmin updateSubGroup -n "$NAMESRV_ADDR" -c "$RMQ_CLUSTER" -g "$RMQ_GROUP" -r 16 \
-		--attributes "+lite.bind.topic=$RMQ_TOPIC" >"$RUN/init-group.out" 2>&1 ||
+		--attributes "+lite.bind.topic=$RMQ_TOPIC,+lite.sub.client.quota=$RMQ_LITE_CLIENT_QUOTA,+lite.sub.client.max.event.cnt=$RMQ_LITE_EVENT_CAP" >"$RUN/init-group.out" 2>&1 ||
 		{ cat "$RUN/init-group.out" >&2; die "init: updateSubGroup $RMQ_GROUP failed"; }
 	wait $p2 || log "init: warning: could not create DefaultHeartBeatSyncerTopic (see $RUN/init-sync-topic.out)"
 	wait $p3 || log "init: warning: could not create CID_DefaultHeartBeatSyncerTopic (see $RUN/init-sync-group.out)"
@@ -366,13 +424,17 @@ verify_init() {
 
 cmd_stop() {
 	stop_one proxy
+	stop_one broker-b
 	stop_one broker
 	stop_one namesrv
 }
 
 cmd_status() {
 	local n rc=0
-	for n in namesrv broker proxy; do
+	for n in namesrv broker broker-b proxy; do
+		if [[ $n == broker-b ]] && ! running broker-b; then
+			continue # optional
+		fi
 		if running "$n"; then
 			printf '%-8s running (pid %s)\n' "$n" "$(<"$(pidfile "$n")")"
 		else
@@ -399,13 +461,13 @@ EOF
 
 cmd_clean() {
 	cmd_stop
-	rm -rf "$STORE" "$LOGS" "$CONF" "$RUN"
+	rm -rf "$STORE" "$STORE-b" "$LOGS" "$CONF" "$RUN"
 	log "clean: removed store, logs, configs (jars kept in $LIB)"
 }
 
 # ---------------------------------------------------------------- main
 
-[[ $# -gt 0 ]] || { sed -n '2,25p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,36p' "$0"; exit 2; }
 mkdir -p "$RMQ_HOME"
 for c in "$@"; do
 	case $c in
@@ -414,9 +476,12 @@ for c in "$@"; do
 	init) cmd_init ;;
 	stop) cmd_stop ;;
 	restart-proxy) cmd_restart_proxy ;;
+	restart-broker) cmd_restart_broker ;;
+	start-b) cmd_start_b ;;
+	stop-b) stop_one broker-b ;;
 	status) cmd_status ;;
 	env) cmd_env ;;
 	clean) cmd_clean ;;
-	*) die "unknown subcommand '$c' (fetch start init stop restart-proxy status env clean)" ;;
+	*) die "unknown subcommand '$c' (fetch start init stop restart-proxy restart-broker start-b stop-b status env clean)" ;;
 	esac
 done
