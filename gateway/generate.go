@@ -214,7 +214,7 @@ func (s *Server) submit(x *exchange) *APIError {
 		if full.Scope == consume.ScopeBucket {
 			retry = time.Duration(float64(time.Second) / max(s.cfg.Pacer.EffectiveRate(x.key), 1e-9))
 		}
-		return queueFull(x, int(full.Limit), retry)
+		return queueFull(x, full, retry)
 	}
 	s.cfg.Logger.Warn("publish failed", "request_id", x.id, "err", err)
 	e := errUnavailable("The request queue is unavailable; please retry shortly.")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/pacegate/pacegate/consume"
 )
 
 // rateLimitError is the OpenAI-shaped body of a cap denial.
@@ -35,8 +37,14 @@ func queueError(x *exchange, why string) *APIError {
 		Message: fmt.Sprintf("Request queue full for %s in tenant %s: %s.", x.key.Model, x.key.Tenant, why)}
 }
 
-func queueFull(x *exchange, limit int, retryAfter time.Duration) *APIError {
-	e := queueError(x, fmt.Sprintf("the bucket already holds its limit of %d queued requests", limit))
+func queueFull(x *exchange, full *consume.FullError, retryAfter time.Duration) *APIError {
+	why := fmt.Sprintf("the bucket already holds its limit of %d queued requests", full.Limit)
+	if full.Scope != consume.ScopeBucket {
+		// The backend's own limit (its memory, or the broker's quota of
+		// queues), not this bucket's: the request is fine, the gateway full.
+		why = "the gateway's queue is at its capacity"
+	}
+	e := queueError(x, why)
 	e.RetryAfter = retryAfter
 	return e
 }

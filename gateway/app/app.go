@@ -133,7 +133,9 @@ func newBackend(cfg *config.File, logger *slog.Logger) (consume.Backend, error) 
 	case "rocketmq":
 		r := q.RocketMQ
 		b, err := rocketmq.New(rocketmq.Config{Endpoint: r.Endpoint, Topic: r.Topic, Group: r.Group,
-			ReplicaID: r.ReplicaID, InvisibleDuration: r.Invisible, Logger: logger})
+			ReplicaID: r.ReplicaID, InvisibleDuration: r.Invisible, MaxLiteTopics: r.MaxLiteTopics,
+			IdleUnsubscribe: r.IdleUnsubscribe, SubscribeWait: r.SubscribeWait, StallAfter: r.StallAfter,
+			LiteTopicExpiration: r.LiteTopicExpiration, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("queue.rocketmq: %w", err)
 		}

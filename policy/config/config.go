@@ -140,6 +140,13 @@ type RocketMQ struct {
 	ReplicaID string        `yaml:"replica_id"` // this gateway's id among replicas; default "r0"
 	Replicas  int           `yaml:"replicas"`   // gateway replicas sharing the quotas; default 1
 	Invisible time.Duration `yaml:"invisible"`  // message invisible duration; default 10s (the proxy's minimum)
+	// The LiteTopic subscriptions (see consume/rocketmq.Config; a zero
+	// field takes that package's default).
+	MaxLiteTopics       int           `yaml:"max_lite_topics"`       // subscribed at once; set to the group's lite.sub.client.quota; 0 = no local cap
+	IdleUnsubscribe     time.Duration `yaml:"idle_unsubscribe"`      // a LiteTopic unused this long is unsubscribed; default 5m
+	SubscribeWait       time.Duration `yaml:"subscribe_wait"`        // a publish waits this long for a new LiteTopic's subscription; default 1s
+	StallAfter          time.Duration `yaml:"stall_after"`           // a message overdue this long (plus twice the delivery lag) gets its LiteTopic re-subscribed; default 2s
+	LiteTopicExpiration time.Duration `yaml:"lite_topic_expiration"` // the parent topic's lite.topic.expiration; default 24h
 }
 
 // Control configures the closed loop that scales pacing rates from vLLM

@@ -127,6 +127,11 @@ func (q *Queue) validate(p *problems) {
 		checkName(p, "queue.rocketmq.replica_id", r.ReplicaID)
 		positive(p, "queue.rocketmq.replicas", r.Replicas)
 		positive(p, "queue.rocketmq.invisible", r.Invisible)
+		nonNegativeNum(p, "queue.rocketmq.max_lite_topics", r.MaxLiteTopics)
+		nonNegativeNum(p, "queue.rocketmq.idle_unsubscribe", r.IdleUnsubscribe)
+		nonNegativeNum(p, "queue.rocketmq.subscribe_wait", r.SubscribeWait)
+		nonNegativeNum(p, "queue.rocketmq.stall_after", r.StallAfter)
+		nonNegativeNum(p, "queue.rocketmq.lite_topic_expiration", r.LiteTopicExpiration)
 	default:
 		p.add("queue.backend", "must be %q or %q, got %q", BackendEmbedded, BackendRocketMQ, q.Backend)
 	}
@@ -387,6 +392,12 @@ func finitePositive(p *problems, path string, v float64) {
 		p.add(path, "must be > 0")
 	case math.IsInf(v, 1):
 		p.add(path, "must be finite")
+	}
+}
+
+func nonNegativeNum[T int | ~int64](p *problems, path string, v T) {
+	if v < 0 {
+		p.add(path, "must be >= 0")
 	}
 }
 
