@@ -40,13 +40,10 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) parseEmbeddings(r *http.Request) (*job, *apiError) {
-	body, e := readBody(r)
+	var req embeddingsRequest
+	body, e := readJSON(r, &req)
 	if e != nil {
 		return nil, e
-	}
-	var req embeddingsRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, badRequest("Invalid JSON: "+err.Error(), nil)
 	}
 	j, e := s.newJob(r, req.Model, body)
 	if e != nil {

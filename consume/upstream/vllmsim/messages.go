@@ -43,13 +43,10 @@ func (s *Server) countMessageTokens(w http.ResponseWriter, r *http.Request) {
 // parseMessages validates a Messages request (count: a count_tokens one,
 // which has no max_tokens).
 func (s *Server) parseMessages(r *http.Request, count bool) (*job, *apiError) {
-	body, e := readBody(r)
+	var req messagesRequest
+	body, e := readJSON(r, &req)
 	if e != nil {
 		return nil, e
-	}
-	var req messagesRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, badRequest("Invalid JSON: "+err.Error(), nil)
 	}
 	if req.Model == "" {
 		return nil, badRequest("Model is required", ptr("body.model"))

@@ -49,13 +49,10 @@ type streamOptions struct {
 
 // parse validates r in vLLM's order: content type, JSON, model, fields.
 func (s *Server) parse(r *http.Request, chat bool) (*job, *apiError) {
-	body, e := readBody(r)
+	var req wireRequest
+	body, e := readJSON(r, &req)
 	if e != nil {
 		return nil, e
-	}
-	var req wireRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, badRequest("Invalid JSON: "+err.Error(), nil)
 	}
 	j, e := s.newJob(r, req.Model, body)
 	if e != nil {
@@ -81,6 +78,19 @@ func (s *Server) parse(r *http.Request, chat bool) (*job, *apiError) {
 }
 
 // readBody checks the content type and reads the body.
+// readJSON reads r's JSON body into req, with vLLM's errors for a wrong
+// content type and for invalid JSON, and returns the raw body.
+func readJSON[T any](r *http.Request, req *T) ([]byte, *apiError) {
+	body, e := readBody(r)
+	if e != nil {
+		return nil, e
+	}
+	if err := json.Unmarshal(body, req); err != nil {
+		return nil, badRequest("Invalid JSON: "+err.Error(), nil)
+	}
+	return body, nil
+}
+
 func readBody(r *http.Request) ([]byte, *apiError) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil, badRequest("Unsupported Media Type: Only 'application/json' is allowed", nil)

@@ -80,14 +80,10 @@ type rerankResponse struct {
 
 // rerank serves the rerank routes.
 func (s *Server) rerank(w http.ResponseWriter, r *http.Request) {
-	body, e := readBody(r)
+	var req rerankRequest
+	body, e := readJSON(r, &req)
 	if e != nil {
 		e.write(w)
-		return
-	}
-	var req rerankRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		badRequest("Invalid JSON: "+err.Error(), nil).write(w)
 		return
 	}
 	if req.Query == nil {
@@ -155,14 +151,10 @@ type scoreResponse struct {
 // score serves the score routes: text_1 and text_2 are strings or lists;
 // one text_1 is paired with every text_2, lists of equal length pair up.
 func (s *Server) score(w http.ResponseWriter, r *http.Request) {
-	body, e := readBody(r)
+	var req scoreRequest
+	body, e := readJSON(r, &req)
 	if e != nil {
 		e.write(w)
-		return
-	}
-	var req scoreRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		badRequest("Invalid JSON: "+err.Error(), nil).write(w)
 		return
 	}
 	j, e := s.newJob(r, req.Model, body)

@@ -47,13 +47,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) parseResponses(r *http.Request) (*responsesOut, *apiError) {
-	body, e := readBody(r)
+	var req responsesRequest
+	body, e := readJSON(r, &req)
 	if e != nil {
 		return nil, e
-	}
-	var req responsesRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, badRequest("Invalid JSON: "+err.Error(), nil)
 	}
 	j, e := s.newJob(r, req.Model, body)
 	if e != nil {

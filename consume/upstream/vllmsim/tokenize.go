@@ -47,14 +47,10 @@ type tokenizeOut struct {
 // contents are tokenized in order (the count equals a chat request's
 // prompt_tokens).
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
-	body, e := readBody(r)
+	var req tokenizeRequest
+	body, e := readJSON(r, &req)
 	if e != nil {
 		e.write(w)
-		return
-	}
-	var req tokenizeRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		badRequest("Invalid JSON: "+err.Error(), nil).write(w)
 		return
 	}
 	j, e := s.newJob(r, req.Model, body)
@@ -130,17 +126,13 @@ type detokenizeOut struct {
 // detokenize serves POST /detokenize: token n reads "tok<n>", joined by
 // spaces.
 func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
-	body, e := readBody(r)
-	if e != nil {
-		e.write(w)
-		return
-	}
 	var req struct {
 		Model  string `json:"model"`
 		Tokens *[]int `json:"tokens"`
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		badRequest("Invalid JSON: "+err.Error(), nil).write(w)
+	body, e := readJSON(r, &req)
+	if e != nil {
+		e.write(w)
 		return
 	}
 	j, e := s.newJob(r, req.Model, body)
