@@ -102,13 +102,14 @@ type grant struct {
 
 func newCapacity(cfg ConsumerConfig, q *Queue) *capacity {
 	c := &capacity{up: cfg.Upstreams, sched: cfg.Fairness, mode: cfg.Capacity, reserve: cfg.Reserve,
-		headroom: cfg.Headroom, wait: capacityWaitBroker,
+		wait: capacityWaitBroker,
 		backlog: q.Backlog, pace: cfg.Pacer.Interval, grants: map[policy.Key][]*grant{}, parked: map[policy.Key]bool{}}
 	if q.Wakeable() {
 		c.wake, c.wait = q.Wake, capacityWaitWakeable
 	}
 	c.hold = c.wait + grantHoldMargin
 	if c.mode == CapacityFair {
+		c.headroom = cfg.Headroom // the poll mode grants nothing, so has no use for it
 		c.up.OnFree(c.grantFree)
 	}
 	return c
