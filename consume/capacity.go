@@ -102,7 +102,7 @@ type grant struct {
 
 func newCapacity(cfg ConsumerConfig, q *Queue) *capacity {
 	c := &capacity{up: cfg.Upstreams, sched: cfg.Fairness, mode: cfg.Capacity, reserve: cfg.Reserve,
-		wait: capacityWaitBroker,
+		wait:    capacityWaitBroker,
 		backlog: q.Backlog, pace: cfg.Pacer.Interval, grants: map[policy.Key][]*grant{}, parked: map[policy.Key]bool{}}
 	if q.Wakeable() {
 		c.wake, c.wait = q.Wake, capacityWaitWakeable

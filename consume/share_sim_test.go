@@ -173,10 +173,23 @@ func (l loop) run(ctx context.Context) {
 			l.res.ttft = append(l.res.ttft, first.Sub(at))
 			l.mu.Unlock()
 		}
-		select {
-		case <-time.After(l.t.pause):
-		case <-ctx.Done():
-		}
+		l.pauseFor(ctx)
+	}
+}
+
+// pauseFor waits the tenant's pause between requests (a client reading
+// its answer), or until ctx ends. No timer at all for no pause: a timer
+// of 0 in a select crashed the Go 1.26 runtime inside a synctest bubble
+// under -race (SIGSEGV in timer.maybeRunChan), once in a few runs.
+func (l loop) pauseFor(ctx context.Context) {
+	if l.t.pause <= 0 {
+		return
+	}
+	t := time.NewTimer(l.t.pause)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
