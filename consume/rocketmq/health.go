@@ -141,8 +141,26 @@ func (b *Backend) probeLoop() {
 			owed = false
 		}
 		if h := b.health.Load(); !h.up {
-			b.health.Store(&healthState{up: true, since: time.Now()})
-			b.log.Info("rocketmq: broker reachable again; publishing resumed", "down_for", time.Since(h.since).Round(time.Millisecond))
+			now := time.Now()
+			b.health.Store(&healthState{up: true, since: now})
+			b.restartClocks(now)
+			b.log.Info("rocketmq: broker reachable again; publishing resumed", "down_for", now.Sub(h.since).Round(time.Millisecond))
+		}
+	}
+}
+
+// restartClocks makes every waiting message due no earlier than now, the
+// moment the broker is back. A message held through an outage is not
+// stalled: it was undeliverable. Counting the outage as delivery lag
+// would make the watchdog re-subscribe every LiteTopic at once on
+// reconnect, and then inflate the lag mean (and with it the stall bound)
+// for the many deliveries after it.
+func (b *Backend) restartClocks(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.topics {
+		if t.due.Before(now) {
+			t.due = now
 		}
 	}
 }
