@@ -30,6 +30,12 @@ type MainOptions struct {
 // Main runs pacegate until ctx is cancelled (SIGINT/SIGTERM), then shuts
 // down gracefully.
 func Main(ctx context.Context, o MainOptions) error {
+	// Watch before the first read: an edit that lands between the read
+	// and the watch would otherwise be taken as the watcher's baseline
+	// and never reloaded. An edit before the read costs one redundant
+	// reload, which is harmless.
+	fileChanged, stopWatch := watchFile(o)
+	defer stopWatch()
 	cfg, stopDemo, err := loadConfig(ctx, o)
 	if err != nil {
 		return err
@@ -45,8 +51,6 @@ func Main(ctx context.Context, o MainOptions) error {
 	if o.ConfigPath == "" {
 		printDemo(o.Stdout, a.URL(), cfg.Tenants[0].Keys[0])
 	}
-	fileChanged, stopWatch := watchFile(o)
-	defer stopWatch()
 	for {
 		select {
 		case <-fileChanged:

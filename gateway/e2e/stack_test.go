@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -144,7 +143,7 @@ func startStackLimited(t testing.TB, slots int, body string, sims ...*simServer)
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, b.String())
 	}
-	a, err := app.New(cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	a, err := app.New(cfg, app.Options{Logger: captureLogs(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
