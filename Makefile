@@ -17,11 +17,22 @@ unit:
 # runs the backend's suite and the gateway's end-to-end RocketMQ tests
 # against it, and stops it again. Without -race: the RocketMQ Go client
 # v5.1.4 has a data race of its own in LitePushConsumer.Start.
+# The RocketMQ suite runs twice: on one broker group (every test, restarts
+# included), then with a second broker group behind the same name server
+# (the tests whose claims change with two groups: spread, order, one call per
+# LiteTopic, replicas, the cold-start burst).
+TWO_GROUPS_RUN = TestLiteTopicsSpread|TestTwoReplicas|TestOneInFlightPerLiteTopic|TestColdStartBurst|TestSuspendPacing|TestQueueOnBroker
+TWO_GROUPS_E2E = TestRocketMQTwoReplicas|TestRocketMQColdStartBurst|TestRocketMQResponsesMatchEmbedded
+
 rocketmq-test:
 	$(RMQ) fetch start init
 	set -a; eval "$$($(RMQ) env)"; set +a; \
 	  $(GO) test -count=1 -timeout 20m ./consume/rocketmq/ && \
-	  $(GO) test -count=1 -timeout 20m -run RocketMQ ./gateway/e2e/; \
+	  $(GO) test -count=1 -timeout 20m -run RocketMQ ./gateway/e2e/ && \
+	  $(RMQ) start-b init && \
+	  { set -a; eval "$$($(RMQ) env)"; set +a; } && \
+	  $(GO) test -count=1 -timeout 20m -run '$(TWO_GROUPS_RUN)' ./consume/rocketmq/ && \
+	  $(GO) test -count=1 -timeout 20m -run '$(TWO_GROUPS_E2E)' ./gateway/e2e/; \
 	  rc=$$?; $(RMQ) stop; exit $$rc
 
 # The deploy kit (deploy/): promtool, helm and the Kubernetes schemas

@@ -20,7 +20,8 @@
 #                  server; run init after it so the topic and group exist on both
 #   stop-b         stop broker-b
 #   status         what runs, on which pid and port
-#   env            print the PACEGATE_ROCKETMQ_* variables for the Go tests
+#   env            print the PACEGATE_ROCKETMQ_* variables for the Go tests (with the
+#                  store of each running broker group)
 #   clean          stop, then delete the store, logs and configs (keeps the jars)
 #
 # Environment (defaults in brackets): RMQ_HOME [$REPO/.cache/rocketmq],
@@ -457,6 +458,11 @@ PACEGATE_ROCKETMQ_TOPIC=$RMQ_TOPIC
 PACEGATE_ROCKETMQ_GROUP=$RMQ_GROUP
 PACEGATE_ROCKETMQ_SCRIPT=$HERE/rmq.sh
 EOF
+	# The store of every running broker group, for the test that checks
+	# where each LiteTopic's queue lives.
+	local stores=$STORE
+	if running broker-b; then stores+=":$STORE-b"; fi
+	echo "PACEGATE_ROCKETMQ_BROKER_STORES=$stores"
 }
 
 cmd_clean() {
