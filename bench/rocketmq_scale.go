@@ -192,7 +192,7 @@ func scaleBackend(ctx context.Context, res *ScenarioResult, topics, rounds int) 
 	// Warm: each round, 60% of the LiteTopics get one message each, spread
 	// over 4 s: 750 messages/s at 5,000 LiteTopics. What one replica drains
 	// on this machine (broker, proxy, gateway and load on 2 shared cores)
-	// is 1,100-1,200 messages/s, one pop and one ack RPC per message of a
+	// is 1,100-1,250 messages/s, one pop and one ack RPC per message of a
 	// LiteTopic with one message; offered above that, the backlog grows and
 	// the p99 measures the overload, not the backend (1,500/s gave a p99 of
 	// 0.3 s in one run and 3.8-5 s in two others).
