@@ -39,9 +39,14 @@ const (
 
 const (
 	// capacityWaitWakeable is how long a waiting bucket stays suspended on
-	// a backend that can be woken: the grant wakes it; this is only a
-	// backstop.
-	capacityWaitWakeable = 5 * time.Second
+	// a backend that can be woken: the grant wakes it, and this is only a
+	// backstop against a lost wake, which would be a bug. It is long, so
+	// that waiting is not polling: a weight-1 bucket beside heavier ones
+	// may wait for a grant for many seconds, and at 10,000 waiting buckets
+	// a 5 s backstop was 2,000 wake-ups a second that did no work. The
+	// requests of a bucket whose wake was lost would still end, by the
+	// client's timeout or request_timeout.
+	capacityWaitWakeable = time.Minute
 	// capacityWaitBroker is how long a waiting bucket is suspended on a
 	// backend whose suspensions cannot be ended early (RocketMQ): the
 	// freed slot is held for it, idle, until its next delivery, so this
@@ -50,8 +55,10 @@ const (
 	// time, at the cost of one delivery per waiting bucket per period.
 	capacityWaitBroker = 50 * time.Millisecond
 	// grantHoldMargin is how much longer than its suspension a granted
-	// bucket's slot is held before it goes to the next bucket; a bucket's
-	// further grants (see maxGrantPace) are held this long.
+	// bucket's slot is held before it goes to the next bucket, on a
+	// backend that cannot be woken; on one that can, the wake ends the
+	// suspension and this is the whole hold. A bucket's further grants
+	// (see maxGrantPace) are held this long.
 	grantHoldMargin = time.Second
 	// maxGrantPace is the longest pacing interval at which a bucket with
 	// more requests queued stays in the wait set after a grant, so that
@@ -104,10 +111,12 @@ func newCapacity(cfg ConsumerConfig, q *Queue) *capacity {
 	c := &capacity{up: cfg.Upstreams, sched: cfg.Fairness, mode: cfg.Capacity, reserve: cfg.Reserve,
 		wait:    capacityWaitBroker,
 		backlog: q.Backlog, pace: cfg.Pacer.Interval, grants: map[policy.Key][]*grant{}, parked: map[policy.Key]bool{}}
-	if q.Wakeable() {
-		c.wake, c.wait = q.Wake, capacityWaitWakeable
-	}
 	c.hold = c.wait + grantHoldMargin
+	if q.Wakeable() {
+		// The grant ends the suspension at once: the hold only covers
+		// the woken bucket's way back through the engine.
+		c.wake, c.wait, c.hold = q.Wake, capacityWaitWakeable, grantHoldMargin
+	}
 	if c.mode == CapacityFair {
 		c.headroom = cfg.Headroom // the poll mode grants nothing, so has no use for it
 		c.up.OnFree(c.grantFree)

@@ -84,8 +84,8 @@ func TestFreedSlotIsGrantedToTheBucketOwedMost(t *testing.T) {
 	if res := r.c.Handle(context.Background(), l1); res.Action != ActionSuccess {
 		t.Fatalf("light with its grant: %v, want dispatched", res)
 	}
-	want := []string{"released heavy", "suspended heavy 5s capacity", "suspended light 5s capacity",
-		"suspended heavy 5s capacity_recheck", "released light"}
+	want := []string{"released heavy", "suspended heavy 1m0s capacity", "suspended light 1m0s capacity",
+		"suspended heavy 1m0s capacity_recheck", "released light"}
 	if got := r.obs.events(); !slices.Equal(got, want) {
 		t.Fatalf("observer\n got %v\nwant %v", got, want)
 	}
