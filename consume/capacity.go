@@ -43,7 +43,7 @@ const (
 	// backstop against a lost wake, which would be a bug. It is long, so
 	// that waiting is not polling: a weight-1 bucket beside heavier ones
 	// may wait for a grant for many seconds, and at 10,000 waiting buckets
-	// a 5 s backstop was 2,000 wake-ups a second that did no work. The
+	// a 5 s backstop would be 2,000 wake-ups a second that did no work. The
 	// requests of a bucket whose wake was lost would still end, by the
 	// client's timeout or request_timeout.
 	capacityWaitWakeable = time.Minute
