@@ -31,10 +31,11 @@ func brokerStores() []string {
 // %LMQ%$<parent>$<LiteTopic> in its broker's consumequeue directory.
 func TestLiteTopicsSpreadOverBrokerGroups(t *testing.T) {
 	stores := brokerStores()
-	in := sharedInstance(t)
 	if len(stores) < 2 {
 		t.Skip("one broker group; start a second with rmq.sh start-b init")
 	}
+	in := sharedInstance(t)
+	parent := envOr("PACEGATE_ROCKETMQ_TOPIC", rocketmq.DefaultTopic)
 	const n = 32
 	got := make(chan string, n)
 	lts := make([]string, n)
@@ -59,7 +60,7 @@ func TestLiteTopicsSpreadOverBrokerGroups(t *testing.T) {
 	for _, lt := range lts {
 		var on []string
 		for i, s := range stores {
-			if lmqExists(s, envOr("PACEGATE_ROCKETMQ_TOPIC", rocketmq.DefaultTopic), lt) {
+			if lmqExists(s, parent, lt) {
 				on = append(on, s)
 				perStore[i]++
 			}
