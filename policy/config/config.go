@@ -31,6 +31,7 @@ type File struct {
 	Upstreams []Upstream   `yaml:"upstreams"` // the model pool; at least one
 	Models    []string     `yaml:"models"`    // optional served model list; empty = what the upstreams report
 	Queue     Queue        `yaml:"queue"`     // where paced requests wait
+	Cluster   Cluster      `yaml:"cluster"`   // the replicas sharing the quotas, and their store
 	Control   Control      `yaml:"control"`   // closed loop on vLLM metrics
 	Defaults  LimitsSpec   `yaml:"defaults"`  // limits for every tenant+model unless overridden
 	Orgs      []Org        `yaml:"orgs"`      // org-wide caps binding several tenants
@@ -134,12 +135,15 @@ type Embedded struct {
 
 // RocketMQ configures the RocketMQ LiteTopic backend.
 type RocketMQ struct {
-	Endpoint  string        `yaml:"endpoint"`   // proxy gRPC endpoint; default "127.0.0.1:8081"
-	Topic     string        `yaml:"topic"`      // parent topic; default "LLM_REQ"
-	Group     string        `yaml:"group"`      // consumer group; default "GID_PACEGATE"
-	ReplicaID string        `yaml:"replica_id"` // this gateway's id among replicas; default "r0"
-	Replicas  int           `yaml:"replicas"`   // gateway replicas sharing the quotas; default 1
-	Invisible time.Duration `yaml:"invisible"`  // message invisible duration; default 10s (the proxy's minimum)
+	Endpoint string `yaml:"endpoint"` // proxy gRPC endpoint; default "127.0.0.1:8081"
+	Topic    string `yaml:"topic"`    // parent topic; default "LLM_REQ"
+	Group    string `yaml:"group"`    // consumer group; default "GID_PACEGATE"
+	// Deprecated: ReplicaID and Replicas moved to [Cluster]; a file that
+	// still sets them here is read as if it set cluster's (see
+	// [File.Deprecations]).
+	ReplicaID string        `yaml:"replica_id"`
+	Replicas  int           `yaml:"replicas"`
+	Invisible time.Duration `yaml:"invisible"` // message invisible duration; default 10s (the proxy's minimum)
 	// The LiteTopic subscriptions (see consume/rocketmq.Config; a zero
 	// field takes that package's default).
 	MaxLiteTopics       int           `yaml:"max_lite_topics"`       // subscribed at once; set to the group's lite.sub.client.quota; 0 = no local cap

@@ -116,8 +116,7 @@ func TestParseMinimal(t *testing.T) {
 	}
 	q := f.Queue
 	if q.Backend != BackendEmbedded || q.Embedded != (Embedded{64, 100000, 256 << 20, 10 * time.Minute}) ||
-		q.RocketMQ != (RocketMQ{Endpoint: "127.0.0.1:8081", Topic: "LLM_REQ", Group: "GID_PACEGATE", ReplicaID: "r0",
-			Replicas: 1, Invisible: 10 * time.Second}) {
+		q.RocketMQ != (RocketMQ{Endpoint: "127.0.0.1:8081", Topic: "LLM_REQ", Group: "GID_PACEGATE", Invisible: 10 * time.Second}) {
 		t.Errorf("queue defaults: %+v", q)
 	}
 	if f.Control != (Control{false, 2 * time.Second, 8, 0.1, 1, 0.5, 0.05}) {

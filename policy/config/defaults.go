@@ -26,6 +26,7 @@ func (f *File) SetDefaults() {
 		setPtr(&f.Upstreams[i].IdleTimeout, DefaultUpstreamIdleTimeout)
 	}
 	f.Queue.setDefaults()
+	f.Cluster.setDefaults(&f.Queue.RocketMQ)
 	f.Control.setDefaults()
 	f.Defaults.setDefaults()
 	for i := range f.Tenants {
@@ -63,8 +64,6 @@ func (q *Queue) setDefaults() {
 	setString(&r.Endpoint, "127.0.0.1:8081")
 	setString(&r.Topic, "LLM_REQ")
 	setString(&r.Group, "GID_PACEGATE")
-	setString(&r.ReplicaID, "r0")
-	setNum(&r.Replicas, 1)
 	setNum(&r.Invisible, 10*time.Second)
 }
 

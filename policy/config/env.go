@@ -12,7 +12,9 @@ const (
 	EnvRocketMQEndpoint  = "PACEGATE_ROCKETMQ_ENDPOINT"
 	EnvRocketMQTopic     = "PACEGATE_ROCKETMQ_TOPIC"
 	EnvRocketMQGroup     = "PACEGATE_ROCKETMQ_GROUP"
-	EnvRocketMQReplicaID = "PACEGATE_ROCKETMQ_REPLICA_ID"
+	EnvRocketMQReplicaID = "PACEGATE_ROCKETMQ_REPLICA_ID" // deprecated: PACEGATE_CLUSTER_REPLICA_ID
+	EnvClusterReplicaID  = "PACEGATE_CLUSTER_REPLICA_ID"
+	EnvClusterStore      = "PACEGATE_CLUSTER_STORE"
 	EnvUpstreams         = "PACEGATE_UPSTREAMS" // comma-separated URLs
 )
 
@@ -42,7 +44,11 @@ func (f *File) applyEnv(lookup func(string) (string, bool)) {
 	set(EnvRocketMQEndpoint, &f.Queue.RocketMQ.Endpoint)
 	set(EnvRocketMQTopic, &f.Queue.RocketMQ.Topic)
 	set(EnvRocketMQGroup, &f.Queue.RocketMQ.Group)
-	set(EnvRocketMQReplicaID, &f.Queue.RocketMQ.ReplicaID)
+	if v, ok := lookup(EnvRocketMQReplicaID); ok { // deprecated: migrates, and loses to the new name
+		f.Queue.RocketMQ.ReplicaID, f.Cluster.ReplicaID = v, v
+	}
+	set(EnvClusterReplicaID, &f.Cluster.ReplicaID)
+	set(EnvClusterStore, &f.Cluster.Store)
 	if v, ok := lookup(EnvUpstreams); ok {
 		f.Upstreams = mergeUpstreams(f.Upstreams, v)
 	}
