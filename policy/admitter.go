@@ -24,6 +24,10 @@ type Reservation struct {
 	tokens  int64 // tokens reserved
 	charged uint8 // which windows were charged: the charged* bits
 	burst   bool  // a burst token was spent
+	// Ext is for another admitter of the same contract (policy/cluster)
+	// to record what it reserved; Admitter leaves it nil. It must be
+	// comparable (a pointer).
+	Ext any
 }
 
 // Admission is the answer to one [Admitter.Admit]; a plain value. The
