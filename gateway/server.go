@@ -25,6 +25,15 @@ type Pool interface {
 	Ready() bool
 }
 
+// Admitter decides admission and settles what it reserved (implemented
+// by *policy.Admitter on one replica and by *cluster.Admitter across
+// replicas sharing a store).
+type Admitter interface {
+	Admit(tenant *policy.Tenant, model string, estTokens int64) policy.Admission
+	Reconcile(r policy.Reservation, actualTokens int64)
+	Refund(r policy.Reservation)
+}
+
 // Forwarder sends a request straight to an upstream, outside the queue
 // (implemented by *upstream.Pool): direct routes and follow-ups.
 type Forwarder interface {
@@ -35,7 +44,7 @@ type Forwarder interface {
 // otherwise.
 type Config struct {
 	Table    *policy.Table
-	Admitter *policy.Admitter
+	Admitter Admitter
 	Pacer    *policy.Pacer
 	Queue    *consume.Queue
 	Pool     Pool

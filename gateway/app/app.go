@@ -19,6 +19,7 @@ import (
 	"github.com/pacegate/pacegate/gateway/control"
 	"github.com/pacegate/pacegate/gateway/metrics"
 	"github.com/pacegate/pacegate/policy"
+	"github.com/pacegate/pacegate/policy/cluster"
 	"github.com/pacegate/pacegate/policy/config"
 )
 
@@ -31,13 +32,19 @@ type App struct {
 
 	Table    *policy.Table
 	Pacer    *policy.Pacer
-	Admitter *policy.Admitter
-	Queue    *consume.Queue // the one owner of queued requests, over the backend
-	Pool     *upstream.Pool
-	Consumer *consume.Consumer
-	Gateway  *gateway.Server
-	Metrics  *metrics.Metrics // Prometheus, on the admin listener
-	Control  *control.Loop    // the closed loop; nil unless control.enabled
+	Admitter gateway.Admitter // *policy.Admitter, or *cluster.Admitter with a cluster store
+	// Store is the cluster's shared store (cluster.store); nil without
+	// one. Start starts its goroutine, Shutdown stops it.
+	Store *cluster.Store
+	// countQueued gives the cluster pacer and admitter the queue's
+	// backlog once the queue exists; nil without a store.
+	countQueued func(func(policy.Key) int)
+	Queue       *consume.Queue // the one owner of queued requests, over the backend
+	Pool        *upstream.Pool
+	Consumer    *consume.Consumer
+	Gateway     *gateway.Server
+	Metrics     *metrics.Metrics // Prometheus, on the admin listener
+	Control     *control.Loop    // the closed loop; nil unless control.enabled
 
 	ops      ops                  // admin listener (ops.go)
 	fairness *fairshare.Scheduler // the pool's fair share, read by metrics and the admin API
@@ -69,19 +76,24 @@ func New(cfg *config.File, opts Options) (*App, error) {
 	}
 	a := &App{logger: logger, cfg: cfg, done: make(chan struct{}), after: time.After}
 	a.Table = policy.NewTable(quotas)
-	a.Pacer = policy.NewPacer(policy.SharedRate(a.Table, replicas(cfg)))
-	a.Admitter = policy.NewAdmitter(a.Table)
+	pacer := a.newLimits(cfg)
 	backend, err := newBackend(cfg, logger)
 	if err != nil {
+		a.closeStore()
 		return nil, err
 	}
 	a.Queue = consume.NewQueue(backend, replicaID(cfg))
+	if a.countQueued != nil {
+		a.countQueued(a.Queue.Backlog)
+	}
 	a.newOps(cfg, &opts) // before the pool, which takes its observer at construction
+	a.storeMetrics()
 	if a.Pool, err = newPool(cfg, logger, opts.UpstreamObserver); err != nil {
+		a.closeStore()
 		return nil, err
 	}
 	a.Consumer = consume.NewConsumer(consume.ConsumerConfig{
-		Queue: a.Queue, Pacer: a.Pacer, Upstreams: a.Pool, Fairness: a.fairness,
+		Queue: a.Queue, Pacer: pacer, Upstreams: a.Pool, Fairness: a.fairness,
 		Capacity: capacityMode(cfg), CompletionWeight: cfg.Fairness.CompletionWeight, Reserve: cfg.Fairness.Reserve,
 		Headroom: cfg.Fairness.Headroom,
 		Observer: opts.ConsumerObserver, Logger: logger,
@@ -133,7 +145,7 @@ func newBackend(cfg *config.File, logger *slog.Logger) (consume.Backend, error) 
 	case "rocketmq":
 		r := q.RocketMQ
 		b, err := rocketmq.New(rocketmq.Config{Endpoint: r.Endpoint, Topic: r.Topic, Group: r.Group,
-			ReplicaID: r.ReplicaID, InvisibleDuration: r.Invisible, MaxLiteTopics: r.MaxLiteTopics,
+			ReplicaID: cfg.Cluster.ReplicaID, InvisibleDuration: r.Invisible, MaxLiteTopics: r.MaxLiteTopics,
 			IdleUnsubscribe: r.IdleUnsubscribe, SubscribeWait: r.SubscribeWait, StallAfter: r.StallAfter,
 			LiteTopicExpiration: r.LiteTopicExpiration, Logger: logger})
 		if err != nil {
@@ -161,16 +173,11 @@ func (a *App) bandMaxWait(p policy.Priority) time.Duration {
 	return a.config().Fairness.Bands.MaxWait(p)
 }
 
-func replicas(cfg *config.File) int {
-	if cfg.Queue.Backend == "rocketmq" && cfg.Queue.RocketMQ.Replicas > 1 {
-		return cfg.Queue.RocketMQ.Replicas
-	}
-	return 1
-}
-
+// replicaID names this replica's LiteTopics on RocketMQ; the embedded
+// engine's names need none (its queues live in this process).
 func replicaID(cfg *config.File) string {
 	if cfg.Queue.Backend == "rocketmq" {
-		return cfg.Queue.RocketMQ.ReplicaID
+		return cfg.Cluster.ReplicaID
 	}
 	return ""
 }
@@ -179,17 +186,23 @@ func replicaID(cfg *config.File) string {
 // consumer and the HTTP server. It returns once the gateway accepts
 // connections.
 func (a *App) Start(ctx context.Context) error {
+	if a.Store != nil {
+		a.Store.Start(ctx)
+	}
 	if err := a.Pool.Start(ctx); err != nil {
+		a.closeStore()
 		return fmt.Errorf("upstreams: %w", err)
 	}
 	if err := a.Queue.Backend().Start(a.Consumer.Handle); err != nil {
 		a.Pool.Close()
+		a.closeStore()
 		return fmt.Errorf("queue: %w", err)
 	}
 	ln, err := net.Listen("tcp", a.config().Listen)
 	if err != nil {
 		a.stopQueue(context.Background())
 		a.Pool.Close()
+		a.closeStore()
 		return err
 	}
 	if n := a.config().Server.MaxConnections; n > 0 {
@@ -240,6 +253,7 @@ func (a *App) Shutdown(ctx context.Context, delay, grace time.Duration) error {
 	a.stopQueue(ctx)
 	a.Pool.Close()
 	a.stopOps(ctx)
+	a.closeStore() // after the queue: requests settled on the way out still reach it
 	return err
 }
 
@@ -296,8 +310,8 @@ func (a *App) Reload(cfg *config.File) error {
 	old := a.cfg
 	a.cfg = cfg
 	a.mu.Unlock()
-	if old.Listen != cfg.Listen || old.Queue.Backend != cfg.Queue.Backend {
-		a.logger.Warn("config reload: listen and queue settings take effect only after a restart")
+	if old.Listen != cfg.Listen || old.Queue.Backend != cfg.Queue.Backend || old.Cluster != cfg.Cluster {
+		a.logger.Warn("config reload: listen, queue and cluster settings take effect only after a restart")
 	}
 	a.logger.Info("config reloaded", "tenants", len(cfg.Tenants))
 	return nil

@@ -73,10 +73,16 @@ func (a *Admitter) admitAt(now int64, tenant *policy.Tenant, model string, estTo
 	a.st.stats.requests.Add(1)
 	win := windowOf(now)
 	needs, complete := a.claim(cs, win, now)
+	if d := a.cachedDenial(cs, needs, win, now); d.denied {
+		a.unclaim(cs, needs, win)
+		return a.deny(cs, lim, win, now, d)
+	}
 	if !complete {
 		var d denial
 		if a.st.Up() {
-			d = a.lease(cs, needs, win, now)
+			extras := a.ask(cs, needs, win, 1)
+			d = a.lease(cs, needs, extras, win, now)
+			a.ask(cs, needs, win, -1)
 		}
 		if !a.st.Up() {
 			a.st.stats.fallbacks.Add(1)
@@ -115,6 +121,25 @@ func (a *Admitter) claim(cs []check, win, now int64) (needs [numCounters]int64, 
 	return needs, complete
 }
 
+// ask counts a call to the store for the short checks in (delta 1) or
+// out (-1); going in, it returns the extra each may lease: the check's
+// extra for the first call in flight, 0 for the others.
+func (a *Admitter) ask(cs []check, needs [numCounters]int64, win int64, delta int) (extras [numCounters]int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range cs {
+		if needs[i] == 0 {
+			continue
+		}
+		l := a.get(cs[i].leaseKey(win))
+		if delta > 0 && l.asking == 0 {
+			extras[i] = cs[i].extra
+		}
+		l.asking += delta
+	}
+	return extras
+}
+
 // unclaim gives back what claim took for a denied request.
 func (a *Admitter) unclaim(cs []check, needs [numCounters]int64, win int64) {
 	a.mu.Lock()
@@ -136,9 +161,11 @@ func (a *Admitter) get(lk leaseKey) *lease {
 
 // lease asks the store, in one round trip, for what every short check
 // needs plus its lease extra.
-func (a *Admitter) lease(cs []check, needs [numCounters]int64, win, now int64) denial {
-	keys := []string{a.st.epochKey(), a.st.holdKey()}
-	args := []any{0, a.st.knownEpoch(), a.st.opt.Hold.Milliseconds()}
+func (a *Admitter) lease(cs []check, needs, extras [numCounters]int64, win, now int64) denial {
+	// No release slot with the lease (interval 0): slots are taken at
+	// release, in batches (Pacer).
+	keys := []string{a.st.epochKey(), a.st.holdKey(), a.st.key("pace", cs[0].k, "")}
+	args := []any{0, a.st.knownEpoch(), a.st.opt.Hold.Milliseconds(), 0, 0, 0}
 	var asked []int
 	for i := range cs {
 		if needs[i] == 0 {
@@ -146,7 +173,7 @@ func (a *Admitter) lease(cs []check, needs [numCounters]int64, win, now int64) d
 		}
 		c := &cs[i]
 		keys = append(keys, a.st.counterKey(c, win))
-		args = append(args, kindOf(c.c), c.limit, needs[i], needs[i]+c.extra, c.param())
+		args = append(args, kindOf(c.c), c.limit, needs[i], needs[i]+extras[i], c.param())
 		asked = append(asked, i)
 	}
 	v, err := a.st.run(admitScript, keys, args...)
@@ -172,6 +199,7 @@ func (a *Admitter) lease(cs []check, needs [numCounters]int64, win, now int64) d
 		if c.c != burst {
 			wait = resetOf(win, now)
 		}
+		a.remember(c.leaseKey(win), now, wait)
 		return denial{denied: true, c: c.c, wait: wait}
 	}
 	a.mu.Lock()
@@ -181,6 +209,32 @@ func (a *Admitter) lease(cs []check, needs [numCounters]int64, win, now int64) d
 		l.balance += r.grants[j] - needs[i]
 		l.taken += r.grants[j]
 		l.shared = r.after[j]
+	}
+	return denial{}
+}
+
+// remember records a store's denial so that it is repeated locally for
+// denyFor.
+func (a *Admitter) remember(lk leaseKey, now int64, wait time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.get(lk)
+	l.denyUntil = now + int64(min(wait, denyFor))
+	l.retryAt = now + int64(min(wait, time.Duration(math.MaxInt64-now)))
+}
+
+// cachedDenial repeats a recent denial of the store for a check the
+// leases cannot cover.
+func (a *Admitter) cachedDenial(cs []check, needs [numCounters]int64, win, now int64) denial {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range cs {
+		if needs[i] == 0 {
+			continue
+		}
+		if l := a.get(cs[i].leaseKey(win)); l.denyUntil > now {
+			return denial{denied: true, c: cs[i].c, wait: time.Duration(l.retryAt - now)}
+		}
 	}
 	return denial{}
 }
@@ -239,6 +293,12 @@ func (a *Admitter) admitted(cs []check, lim policy.Limits, win, now, est int64) 
 func (a *Admitter) deny(cs []check, lim policy.Limits, win, now int64, d denial) policy.Admission {
 	ad := policy.Admission{Reason: counterReasons[d.c], RetryAfter: d.wait}
 	ad.Requests, ad.Tokens = a.windows(lim, cs, win, now)
+	switch d.c { // the cap that denied has nothing left for this request
+	case rpm:
+		ad.Requests.Remaining = 0
+	case tpm:
+		ad.Tokens.Remaining = 0
+	}
 	return ad
 }
 

@@ -57,7 +57,21 @@ type lease struct {
 	debt    int64 // usage charged after the fact, not yet sent to the store
 	shared  int64 // the shared counter's use as last seen (for the headers)
 	used    int64 // unix ns of the last use (idle leases go back)
+	// asking counts this replica's calls to the store for this counter in
+	// flight; only one of them asks for the lease's extra, so that a
+	// burst of concurrent requests leases extra once, not once each.
+	asking int
+	// denyUntil is when a denial by the store stops being repeated
+	// locally (unix ns): a replica that was told "full" does not ask
+	// again for denyFor, so that a tenant over its cap costs a few round
+	// trips a second, not one per request. retryAt is the denial's own
+	// retry time (a burst bucket's refill).
+	denyUntil, retryAt int64
 }
+
+// denyFor is how long a store's denial is repeated locally. A unit given
+// back meanwhile (by another replica) waits at most this long to be used.
+const denyFor = 250 * time.Millisecond
 
 // check is one cap a request is under.
 type check struct {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,19 +31,32 @@ type Pacer struct {
 	fallback  *policy.Pacer // rate/N
 	tolerance time.Duration
 
-	mu   sync.Mutex               // guards held
-	held map[policy.Key]time.Time // a slot handed out by the store, not yet used
+	backlog func(policy.Key) int // requests of a bucket queued on this replica; nil = 1
+
+	mu sync.Mutex // guards held
+	// held lists, per bucket, the slots the store handed to this replica
+	// and not yet used, earliest first.
+	held map[policy.Key][]time.Time
 }
+
+// maxBatch bounds the slots taken in one round trip: a replica's queued
+// requests that leave before their slot waste at most this many.
+const maxBatch = 8
 
 // NewPacer returns a pacer reading each bucket's total rate from rates
 // (its column and global factors included).
 func NewPacer(st *Store, rates *policy.Pacer) *Pacer {
 	fb := policy.NewPacer(policy.SharedRate(effectiveRates{rates}, st.opt.Replicas))
 	p := &Pacer{st: st, rates: rates, fallback: fb, tolerance: policy.DefaultPacerTolerance,
-		held: map[policy.Key]time.Time{}}
+		held: map[policy.Key][]time.Time{}}
 	st.onTick(p.sweep)
 	return p
 }
+
+// CountQueued tells the pacer how many requests of a bucket are queued on
+// this replica (consume.Queue.Backlog), so that it takes up to that many
+// slots (at most 8) in one round trip. Call it before the first release.
+func (p *Pacer) CountQueued(backlog func(policy.Key) int) { p.backlog = backlog }
 
 // effectiveRates reads a pacer's effective rates as base rates (for the
 // fallback pacer, whose own factors stay neutral).
@@ -69,7 +83,6 @@ func (p *Pacer) Wait(k policy.Key, cost float64) time.Duration {
 	if !ok {
 		return p.fallback.Wait(k, cost)
 	}
-	p.hold(k, now.Add(wait))
 	return wait
 }
 
@@ -92,14 +105,10 @@ func (p *Pacer) AcquireOrSuspend(k policy.Key, cost float64) time.Duration {
 		p.st.stats.fallbacks.Add(1)
 		return p.fallback.AcquireOrSuspend(k, cost)
 	}
-	wait, ok := p.reserve(k, cost, now)
-	if !ok {
+	if _, ok := p.reserve(k, cost, now); !ok {
 		return p.fallback.AcquireOrSuspend(k, cost)
 	}
-	if wait > 0 {
-		p.hold(k, now.Add(wait))
-	}
-	return wait
+	return p.AcquireOrSuspend(k, cost) // the slots are held now
 }
 
 // Interval implements consume.Pacer: the time between two releases of k
@@ -124,39 +133,71 @@ func (p *Pacer) stale(k policy.Key) time.Duration {
 	return max(p.rates.Interval(k), p.tolerance)
 }
 
-// slot returns k's held slot unless it is stale (then it is dropped).
+// slot returns k's earliest held slot, dropping stale ones.
 func (p *Pacer) slot(k policy.Key, now time.Time, stale time.Duration) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s, ok := p.held[k]
-	if ok && now.Sub(s) >= stale {
+	q := p.held[k]
+	for len(q) > 0 && now.Sub(q[0]) >= stale {
+		q = q[1:]
+	}
+	if len(q) == 0 {
 		delete(p.held, k)
 		return time.Time{}, false
 	}
-	return s, ok
+	p.held[k] = q
+	return q[0], true
 }
 
-func (p *Pacer) hold(k policy.Key, slot time.Time) {
+// push adds slots to k's held ones, keeping them in order.
+func (p *Pacer) push(k policy.Key, slots ...time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.held[k] = slot
+	q := append(p.held[k], slots...)
+	slices.SortFunc(q, func(a, b time.Time) int { return a.Compare(b) })
+	p.held[k] = q
 }
 
+// release uses k's earliest slot.
 func (p *Pacer) release(k policy.Key) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.held, k)
+	if q := p.held[k]; len(q) > 1 {
+		p.held[k] = q[1:]
+	} else {
+		delete(p.held, k)
+	}
 }
 
-// reserve asks the store for k's next slot: one round trip.
+// intervalOf is k's pacing interval in µs at its total rate (0 when
+// unpaced or paused).
+func (p *Pacer) intervalOf(k policy.Key, cost float64) int64 {
+	rate := p.rates.EffectiveRate(k)
+	if math.IsInf(rate, 1) || !(rate > 0) {
+		return 0
+	}
+	return max(int64(math.Ceil(cost/rate*1e6)), 1)
+}
+
+// paceTTL is how long a bucket's schedule outlives its next slot (ms).
+func paceTTL(intervalUs int64) int64 {
+	return intervalUs/1000 + int64(time.Minute/time.Millisecond)
+}
+
+// reserve asks the store for k's next slots, as many as requests of k
+// are queued here (at most maxBatch), in one round trip, and holds them.
+// It returns the wait until the first.
 func (p *Pacer) reserve(k policy.Key, cost float64, now time.Time) (time.Duration, bool) {
 	if !(cost > 0) {
 		cost = 1
 	}
-	rate := p.rates.EffectiveRate(k)
-	interval := max(int64(math.Ceil(cost/rate*1e6)), 1) // µs
-	ttl := interval/1000 + int64(time.Minute/time.Millisecond)
-	v, err := p.st.run(paceScript, []string{p.st.key("pace", k, "")}, 0, interval, p.tolerance.Microseconds(), ttl)
+	interval := p.intervalOf(k, cost)
+	n := 1
+	if p.backlog != nil {
+		n = min(max(p.backlog(k), 1), maxBatch)
+	}
+	v, err := p.st.run(paceScript, []string{p.st.key("pace", k, "")}, 0, interval,
+		p.tolerance.Microseconds(), n, paceTTL(interval))
 	if err != nil {
 		return 0, false
 	}
@@ -165,7 +206,13 @@ func (p *Pacer) reserve(k policy.Key, cost float64, now time.Time) (time.Duratio
 		p.st.markDown(errBadReply)
 		return 0, false
 	}
-	return time.Duration(us) * time.Microsecond, true
+	first := now.Add(time.Duration(us) * time.Microsecond)
+	slots := make([]time.Time, n)
+	for i := range slots {
+		slots[i] = first.Add(time.Duration(int64(i)*interval) * time.Microsecond)
+	}
+	p.push(k, slots...)
+	return first.Sub(now), true
 }
 
 // sweep drops held slots nobody came back for (their requests left), so
@@ -173,8 +220,8 @@ func (p *Pacer) reserve(k policy.Key, cost float64, now time.Time) (time.Duratio
 func (p *Pacer) sweep(now time.Time, _ bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for k, s := range p.held {
-		if now.Sub(s) > time.Minute {
+	for k, q := range p.held {
+		if len(q) == 0 || now.Sub(q[len(q)-1]) > time.Minute {
 			delete(p.held, k)
 		}
 	}

@@ -18,6 +18,12 @@ local function level_of(key, cap, refill, now)
   if not h[1] then return cap end
   return math.min(cap, tonumber(h[1]) + math.max(now - tonumber(h[2]), 0) * refill / 1e6)
 end
+local function next_slots(key, now, interval, tolerance, count, ttl)
+  local slot = tonumber(redis.call('GET', key) or '0')
+  if slot == 0 or now - slot >= math.max(interval, tolerance) then slot = now end
+  redis.call('SET', key, string.format('%.0f', slot + count * interval), 'PX', ttl)
+  return math.max(slot - now, 0)
+end
 local function set_level(key, level, cap, refill, now)
   redis.call('HSET', key, 'tokens', string.format('%.6f', level), 'last', string.format('%.0f', now))
   local ttl = 86400000
@@ -29,8 +35,16 @@ end
 // admitLua leases what one request needs of every cap it is under, all
 // or nothing.
 //
-// KEYS: epoch, hold, then one key per counter. ARGV: now (0 = TIME), the
-// epoch the caller knows ("" = none), hold ms, then five per counter:
+// A granted request may also take its bucket's next release slot (see
+// paceLua) in the same call. Admitter does not use it (it passes 0):
+// taking slots at admission made a replica hold slots for requests that
+// other requests' batched slots then covered, so a bucket ran below its
+// rate; slots are taken at release, in batches (Pacer).
+//
+// KEYS: epoch, hold, the bucket's pacing key, then one key per counter.
+// ARGV: now (0 = TIME), the epoch the caller knows ("" = none), hold ms,
+// the pacing interval µs (0 = take no slot), tolerance µs and idle TTL ms,
+// then five per counter:
 // kind ("w" fixed window, "b" token bucket), limit (a bucket's capacity),
 // need, want (need plus the lease's extra), and the window key's TTL in ms
 // or the bucket's refill per second.
@@ -41,7 +55,8 @@ end
 // need, up to want whole tokens.
 //
 // Reply: {status, epoch, failed counter, wait µs, then grant and
-// used-after (a bucket: tokens left) per counter}. status 1 = granted,
+// used-after (a bucket: tokens left) per counter}; a grant's wait is µs
+// until its release slot (-1: no slot taken). status 1 = granted,
 // 0 = denied (failed counter is 1-based; wait is a bucket's refill time,
 // -1 never), -1 = holding: the store came back empty and replicas are
 // still re-uploading their usage (wait = the hold's rest).
@@ -55,12 +70,12 @@ if not epoch then
 end
 local hold = redis.call('PTTL', KEYS[2])
 if hold > 0 then return {-1, epoch, 0, hold * 1000} end
-local n = #KEYS - 2
+local n = #KEYS - 3
 local seen = {}
 for i = 1, n do
-  local a = 4 + (i - 1) * 5
+  local a = 7 + (i - 1) * 5
   local kind, limit, need = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  local key = KEYS[i + 2]
+  local key = KEYS[i + 3]
   if kind == 'w' then
     local used = tonumber(redis.call('GET', key) or '0')
     if used > 0 and used + need > limit then return {0, epoch, i, 0} end
@@ -76,11 +91,15 @@ for i = 1, n do
     seen[i] = level
   end
 end
-local out = {1, epoch, 0, 0}
+local slot = -1
+if tonumber(ARGV[4]) > 0 then
+  slot = next_slots(KEYS[3], now, tonumber(ARGV[4]), tonumber(ARGV[5]), 1, ARGV[6])
+end
+local out = {1, epoch, 0, slot}
 for i = 1, n do
-  local a = 4 + (i - 1) * 5
+  local a = 7 + (i - 1) * 5
   local kind, limit, need, want = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local key = KEYS[i + 2]
+  local key = KEYS[i + 3]
   if kind == 'w' then
     local grant = math.max(math.min(want, limit - seen[i]), need)
     redis.call('INCRBY', key, grant)
@@ -149,19 +168,16 @@ return epoch
 // long-run rate stays exact when a replica is woken a little late); later
 // than that it restarts from now, so an idle bucket earns no burst.
 //
+// A replica with several requests of the bucket queued takes count
+// consecutive slots at once (slot, slot+interval, ...): one round trip
+// for count releases.
+//
 // KEYS: the bucket's pacing key. ARGV: now (0 = TIME), interval µs,
-// tolerance µs, idle TTL ms. Reply: µs until the slot (0 = now).
-const paceLua = `
-local now = tonumber(ARGV[1])
-if now <= 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local interval, tolerance = tonumber(ARGV[2]), tonumber(ARGV[3])
-local slot = tonumber(redis.call('GET', KEYS[1]) or '0')
-if slot == 0 or now - slot >= math.max(interval, tolerance) then slot = now end
-redis.call('SET', KEYS[1], string.format('%.0f', slot + interval), 'PX', ARGV[4])
-return math.max(slot - now, 0)
+// tolerance µs, count, idle TTL ms. Reply: µs until the first slot (0 =
+// now).
+const paceLua = luaNow + `
+local now = now_us(ARGV[1])
+return next_slots(KEYS[1], now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5])
 `
 
 var (

@@ -27,7 +27,7 @@ const t0 = int64(1_800_000_000_000_000) // µs
 func TestAdmitScriptSteps(t *testing.T) {
 	p := testPrefix(t)
 	s := newTestStore(t, p, 1)
-	keys := []string{p + "epoch", p + "hold", p + "w", p + "b"}
+	keys := []string{p + "epoch", p + "hold", p + "pace", p + "w", p + "b"}
 	type step struct {
 		at           int64 // µs after t0
 		wNeed, wWant int64
@@ -36,8 +36,8 @@ func TestAdmitScriptSteps(t *testing.T) {
 	}
 	steps := []step{
 		// The first call creates the epoch; the window grants its want, the bucket its want (3 held).
-		{0, 1, 2, 1, 2, []any{int64(1), "", int64(0), int64(0), int64(2), int64(2), int64(2), int64(1)}},
-		{0, 1, 4, 1, 1, []any{int64(1), "", int64(0), int64(0), int64(3), int64(5), int64(1), int64(0)}},
+		{0, 1, 2, 1, 2, []any{int64(1), "", int64(0), int64(-1), int64(2), int64(2), int64(2), int64(1)}},
+		{0, 1, 4, 1, 1, []any{int64(1), "", int64(0), int64(-1), int64(3), int64(5), int64(1), int64(0)}},
 		// The window is full: denied on the first counter, nothing charged.
 		{0, 1, 1, 1, 1, []any{int64(0), "", int64(1), int64(0)}},
 		// Window room aside (need 0 is a test of the bucket alone): the
@@ -45,13 +45,13 @@ func TestAdmitScriptSteps(t *testing.T) {
 		{0, 0, 0, 1, 1, []any{int64(0), "", int64(2), int64(500_000)}},
 		{250_000, 0, 0, 1, 1, []any{int64(0), "", int64(2), int64(250_000)}},
 		// At 0.5 s one token is there; a want of 3 gets the 1 whole token.
-		{500_000, 0, 0, 1, 3, []any{int64(1), "", int64(0), int64(0), int64(0), int64(5), int64(1), int64(0)}},
+		{500_000, 0, 0, 1, 3, []any{int64(1), "", int64(0), int64(-1), int64(0), int64(5), int64(1), int64(0)}},
 		// A need above the capacity never fits: wait -1.
 		{2_000_000, 0, 0, 4, 4, []any{int64(0), "", int64(2), int64(-1)}},
 	}
 	var epoch string
 	for i, st := range steps {
-		got := evalAt(t, s, admitScript, keys, t0+st.at, "", 0,
+		got := evalAt(t, s, admitScript, keys, t0+st.at, "", 0, 0, 0, 0,
 			"w", 5, st.wNeed, st.wWant, 120000, "b", 3, st.bNeed, st.bWant, 2.0).([]any)
 		if i == 0 {
 			epoch, _ = got[1].(string)
@@ -74,12 +74,12 @@ func TestAdmitScriptSteps(t *testing.T) {
 func TestAdmitScriptAloneInEmptyWindow(t *testing.T) {
 	p := testPrefix(t)
 	s := newTestStore(t, p, 1)
-	keys := []string{p + "epoch", p + "hold", p + "w"}
-	got := evalAt(t, s, admitScript, keys, t0, "", 0, "w", 100, 150, 160, 120000).([]any)
+	keys := []string{p + "epoch", p + "hold", p + "pace", p + "w"}
+	got := evalAt(t, s, admitScript, keys, t0, "", 0, 0, 0, 0, "w", 100, 150, 160, 120000).([]any)
 	if got[0] != int64(1) || got[4] != int64(150) || got[5] != int64(150) {
 		t.Fatalf("alone in an empty window: %v", got)
 	}
-	got = evalAt(t, s, admitScript, keys, t0, "", 0, "w", 100, 1, 1, 120000).([]any)
+	got = evalAt(t, s, admitScript, keys, t0, "", 0, 0, 0, 0, "w", 100, 1, 1, 120000).([]any)
 	if got[0] != int64(0) || got[2] != int64(1) {
 		t.Fatalf("after it: %v, want a denial", got)
 	}
@@ -92,13 +92,13 @@ func TestAdmitScriptAloneInEmptyWindow(t *testing.T) {
 func TestAdmitScriptHoldAfterRestart(t *testing.T) {
 	p := testPrefix(t)
 	s := newTestStore(t, p, 1)
-	keys := []string{p + "epoch", p + "hold", p + "w"}
-	got := evalAt(t, s, admitScript, keys, t0, "", 300, "w", 5, 1, 1, 120000).([]any)
+	keys := []string{p + "epoch", p + "hold", p + "pace", p + "w"}
+	got := evalAt(t, s, admitScript, keys, t0, "", 300, 0, 0, 0, "w", 5, 1, 1, 120000).([]any)
 	if got[0] != int64(1) {
 		t.Fatalf("fresh cluster: %v, want granted", got)
 	}
 	s.rdb.Del(context.Background(), p+"epoch", p+"w") // as a restart would
-	got = evalAt(t, s, admitScript, keys, t0+10, "1800000000000000", 300, "w", 5, 1, 1, 120000).([]any)
+	got = evalAt(t, s, admitScript, keys, t0+10, "1800000000000000", 300, 0, 0, 0, "w", 5, 1, 1, 120000).([]any)
 	if got[0] != int64(-1) || got[1] != "1800000000000010" {
 		t.Fatalf("after the restart: %v, want hold with the new epoch", got)
 	}
@@ -118,7 +118,8 @@ func TestSettleScriptSteps(t *testing.T) {
 	s := newTestStore(t, p, 1)
 	ctx := context.Background()
 	keys := []string{p + "epoch", p + "hold", p + "w", p + "b"}
-	evalAt(t, s, admitScript, keys, t0, "", 0, "w", 10, 4, 4, 120000, "b", 4, 4, 4, 1.0)
+	admitKeys := []string{p + "epoch", p + "hold", p + "pace", p + "w", p + "b"}
+	evalAt(t, s, admitScript, admitKeys, t0, "", 0, 0, 0, 0, "w", 10, 4, 4, 120000, "b", 4, 4, 4, 1.0)
 	epoch := s.rdb.Get(ctx, p+"epoch").Val()
 	type step struct {
 		epoch          string
@@ -165,9 +166,33 @@ func TestPaceScriptSteps(t *testing.T) {
 		{1_500_000, 0},       // 300 ms late for 1,200: beyond max(200, 20) ms, restart now
 		{1_500_001, 199_999}, // next is 1,700 ms
 	} {
-		got := evalAt(t, s, paceScript, key, t0+st.at, 200_000, 20_000, 60_000)
+		got := evalAt(t, s, paceScript, key, t0+st.at, 200_000, 20_000, 1, 60_000)
 		if got != st.wait {
 			t.Errorf("step %d (t+%dµs): wait %v, want %d", i, st.at, got, st.wait)
 		}
+	}
+}
+
+// TestPaceScriptBatchAndAdmission: a batch of 3 slots moves the schedule
+// three intervals on, and a granted admission that asks for a slot takes
+// the next one in the same call.
+func TestPaceScriptBatchAndAdmission(t *testing.T) {
+	p := testPrefix(t)
+	s := newTestStore(t, p, 1)
+	pace := []string{p + "pace"}
+	if got := evalAt(t, s, paceScript, pace, t0, 200_000, 20_000, 3, 60_000); got != int64(0) {
+		t.Fatalf("batch of 3: first slot in %vµs, want now", got)
+	}
+	keys := []string{p + "epoch", p + "hold", p + "pace", p + "w"}
+	got := evalAt(t, s, admitScript, keys, t0+100_000, "", 0, 200_000, 20_000, 60_000, "w", 5, 1, 1, 120000).([]any)
+	if got[0] != int64(1) || got[3] != int64(500_000) {
+		t.Fatalf("admission after a batch of 3 at 5/s: %v, want a slot 500 ms on (t0+600 ms)", got)
+	}
+	got = evalAt(t, s, admitScript, keys, t0+100_000, "", 0, 200_000, 20_000, 60_000, "w", 1, 1, 1, 120000).([]any)
+	if got[0] != int64(0) {
+		t.Fatalf("a denied admission: %v", got)
+	}
+	if next := s.rdb.Get(context.Background(), p+"pace").Val(); next != "1800000000800000" {
+		t.Fatalf("a denial moved the schedule: next %s", next)
 	}
 }

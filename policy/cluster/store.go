@@ -107,9 +107,18 @@ type Store struct {
 	stopOne  sync.Once
 }
 
+// quiet keeps go-redis's own log lines (a failed dial, retried) out of
+// the process's log: the Store logs an outage once, as slog.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+var quietOnce sync.Once
+
 // New returns a store for o without contacting it: the first call (or
 // [Store.Start]'s probe) does.
 func New(o Options) *Store {
+	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
 	o = o.withDefaults()
 	ro := &redis.Options{Addr: o.Addr, DB: o.DB, Username: o.Username, Password: o.Password,
 		DialTimeout: o.CallTimeout, ReadTimeout: o.CallTimeout, WriteTimeout: o.CallTimeout,
@@ -247,6 +256,9 @@ func (s *Store) knownEpoch() string {
 // differs from a known earlier one: the store restarted (or was flushed)
 // and lost its counters.
 func (s *Store) sawEpoch(e string) (changed bool) {
+	if e == "" { // no call was made
+		return false
+	}
 	old := s.epoch.Swap(&e)
 	return old != nil && *old != e
 }

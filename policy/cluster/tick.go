@@ -145,10 +145,10 @@ func (a *Admitter) restore(items []settlement) {
 	}
 }
 
-// settle sends items in batches; it returns the store's epoch and false
-// when a call failed.
+// settle sends items in batches; it returns the store's epoch ("" when
+// there was nothing to send) and false when a call failed.
 func (a *Admitter) settle(items []settlement, hold time.Duration) (string, bool) {
-	epoch := a.st.knownEpoch()
+	epoch := ""
 	for first := true; first || len(items) > 0; first = false {
 		n := min(len(items), settleBatch)
 		batch := items[:n]
