@@ -1,11 +1,13 @@
 # pacegate build and test entry points. `make test` is what CI runs.
 GO ?= go
 RMQ = bash scripts/rocketmq/rmq.sh
+REDIS = bash scripts/redis/redis.sh
 
-.PHONY: test vet unit rocketmq-test build fmt fuzz deploy-check faults
+.PHONY: test vet unit rocketmq-test cluster-test build fmt fuzz deploy-check faults
 
-# vet, the race-enabled suite, then the RocketMQ suite on a real broker.
-test: vet unit rocketmq-test
+# vet, the race-enabled suite, then the RocketMQ suite on a real broker and
+# the cluster suite on a real Redis.
+test: vet unit rocketmq-test cluster-test
 
 vet:
 	$(GO) vet ./...
@@ -34,6 +36,18 @@ rocketmq-test:
 	  $(GO) test -count=1 -timeout 20m -run '$(TWO_GROUPS_RUN)' ./consume/rocketmq/ && \
 	  $(GO) test -count=1 -timeout 20m -run '$(TWO_GROUPS_E2E)' ./gateway/e2e/; \
 	  rc=$$?; $(RMQ) stop; exit $$rc
+
+# Starts Redis (Debian's redis-server, installed by `fetch` when missing)
+# on 127.0.0.1, runs the shared store's suite (policy/cluster: the Lua
+# scripts' step tables, leases, fallback) and the gateway's three-replica
+# end-to-end suite against it, and stops it again. Without the variable
+# these tests skip, so `go test ./...` alone still passes.
+cluster-test:
+	$(REDIS) fetch start
+	set -a; eval "$$($(REDIS) env)"; set +a; \
+	  $(GO) test -race -count=1 -timeout 10m ./policy/cluster/ && \
+	  $(GO) test -count=1 -timeout 10m -run Cluster ./gateway/e2e/; \
+	  rc=$$?; $(REDIS) stop; exit $$rc
 
 # The deploy kit (deploy/): promtool, helm and the Kubernetes schemas
 # against the rules, dashboard, compose file and chart. Builds its tools

@@ -253,6 +253,33 @@ func TestComposeConfigIsValid(t *testing.T) {
 	}
 }
 
+// TestComposeClusterStore checks that the gateway's cluster store is the
+// compose service redis, which the gateway waits for.
+func TestComposeClusterStore(t *testing.T) {
+	var stack struct {
+		Services map[string]struct {
+			Environment map[string]string `yaml:"environment"`
+			DependsOn   map[string]any    `yaml:"depends_on"`
+			Healthcheck map[string]any    `yaml:"healthcheck"`
+		} `yaml:"services"`
+	}
+	data, err := os.ReadFile("compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &stack); err != nil {
+		t.Fatal(err)
+	}
+	gw := stack.Services["pacegate"]
+	u, err := config.ParseStoreURL(gw.Environment["PACEGATE_CLUSTER_STORE"])
+	if err != nil || u.Addr != "redis:6379" {
+		t.Fatalf("PACEGATE_CLUSTER_STORE %q: %+v %v, want the compose service redis", gw.Environment["PACEGATE_CLUSTER_STORE"], u, err)
+	}
+	if _, ok := gw.DependsOn["redis"]; !ok || stack.Services["redis"].Healthcheck == nil {
+		t.Errorf("pacegate must wait for a healthy redis: depends_on %v", gw.DependsOn)
+	}
+}
+
 // TestComposeTokenFile checks that Prometheus reads the admin token from
 // the file the compose stack mounts it as.
 func TestComposeTokenFile(t *testing.T) {
@@ -509,7 +536,8 @@ func TestHelmConfigLoads(t *testing.T) {
 	if _, err := os.Stat(helm); err != nil {
 		t.Skip("helm not built: run bash scripts/deploy-tools.sh (make deploy-check does)")
 	}
-	for name, values := range map[string]string{"default": "", "rocketmq": "helm/pacegate/ci/rocketmq-values.yaml"} {
+	for name, values := range map[string]string{"default": "", "rocketmq": "helm/pacegate/ci/rocketmq-values.yaml",
+		"cluster": "helm/pacegate/ci/cluster-values.yaml"} {
 		t.Run(name, func(t *testing.T) {
 			args := []string{"template", "pacegate", "helm/pacegate", "--kube-version", "1.28.0", "--show-only", "templates/configmap.yaml"}
 			if values != "" {
@@ -536,8 +564,16 @@ func TestHelmConfigLoads(t *testing.T) {
 					}
 				}
 			}
-			if cfg.Queue.Backend == config.BackendRocketMQ && (cfg.Queue.RocketMQ.Replicas != 3 || cfg.Queue.RocketMQ.ReplicaID != "2") {
-				t.Errorf("rocketmq replicas %d, replica_id %q: want 3 (replicaCount) and the pod's ordinal", cfg.Queue.RocketMQ.Replicas, cfg.Queue.RocketMQ.ReplicaID)
+			wantReplicas := map[string]int{"default": 1, "rocketmq": 3, "cluster": 3}[name]
+			if c := cfg.Cluster; c.Replicas != wantReplicas || c.ReplicaID != "2" {
+				t.Errorf("cluster replicas %d, replica_id %q: want %d (replicaCount) and the pod's ordinal", c.Replicas, c.ReplicaID, wantReplicas)
+			}
+			if d := cfg.Deprecations(); len(d) > 0 {
+				t.Errorf("the chart renders deprecated keys: %q", d)
+			}
+			wantStore := map[string]string{"cluster": "redis://pacegate-redis:6379/0"}[name]
+			if cfg.Cluster.Store != wantStore {
+				t.Errorf("cluster store %q, want %q", cfg.Cluster.Store, wantStore)
 			}
 		})
 	}
@@ -547,7 +583,7 @@ func TestHelmConfigLoads(t *testing.T) {
 // pod whose ordinal is 2.
 func loadRendered(t *testing.T, text string) *config.File {
 	t.Helper()
-	env := map[string]string{"PACEGATE_ADMIN_TOKEN": "x", "PACEGATE_ROCKETMQ_REPLICA_ID": "2"}
+	env := map[string]string{"PACEGATE_ADMIN_TOKEN": "x", "PACEGATE_CLUSTER_REPLICA_ID": "2"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	path := filepath.Join(t.TempDir(), "pacegate.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {

@@ -72,8 +72,10 @@ chart=deploy/helm/pacegate
 kube=1.28.0
 helm lint --strict --kube-version "$kube" "$chart"
 helm lint --strict --kube-version "$kube" "$chart" -f "$chart/ci/rocketmq-values.yaml"
+helm lint --strict --kube-version "$kube" "$chart" -f "$chart/ci/cluster-values.yaml"
 helm template pacegate "$chart" --kube-version "$kube" >"$work/default.yaml"
 helm template pacegate "$chart" --kube-version "$kube" -f "$chart/ci/rocketmq-values.yaml" >"$work/rocketmq.yaml"
+helm template pacegate "$chart" --kube-version "$kube" -f "$chart/ci/cluster-values.yaml" >"$work/cluster.yaml"
 # The embedded queue must refuse several replicas.
 if helm template pacegate "$chart" --kube-version "$kube" --set replicaCount=2 >/dev/null 2>"$work/err"; then
 	echo "deploy-check: the chart accepted replicaCount=2 on the embedded queue" >&2
@@ -87,14 +89,14 @@ t=$SECONDS
 "$tools/venv/bin/python" - "$work" <<'PY'
 import sys, yaml, os
 work = sys.argv[1]
-for name in ("default", "rocketmq"):
+for name in ("default", "rocketmq", "cluster"):
     docs = [d for d in yaml.safe_load_all(open(f"{work}/{name}.yaml")) if d]
     core = [d for d in docs if d["kind"] != "ServiceMonitor"]
     yaml.safe_dump_all(core, open(f"{work}/{name}-core.yaml", "w"))
     print(f"deploy-check: {name}: {', '.join(sorted(d['kind'] for d in docs))}")
 PY
 for k8s in 1.28.0 1.37.0; do
-	"$tools/venv/bin/kubernetes-validate" --strict --quiet -k "$k8s" "$work/default-core.yaml" "$work/rocketmq-core.yaml"
+	"$tools/venv/bin/kubernetes-validate" --strict --quiet -k "$k8s" "$work/default-core.yaml" "$work/rocketmq-core.yaml" "$work/cluster-core.yaml"
 done
 # ...so the ServiceMonitor is decoded strictly into prometheus-operator's
 # own Go type instead.

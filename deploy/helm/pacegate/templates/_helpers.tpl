@@ -66,10 +66,17 @@ become "sha256:<hex>" digests; the plain keys stay in the Secret.
 {{- if eq (include "pacegate.backend" .) "rocketmq" }}
 {{- $queue := get $cfg "queue" }}
 {{- $rmq := get $queue "rocketmq" | default dict }}
-{{- $_ := set $rmq "replicas" (int .Values.replicaCount) }}
+{{- $_ := unset $rmq "replicas" }}
 {{- $_ := unset $rmq "replica_id" }}
 {{- $_ := set $queue "rocketmq" $rmq }}
 {{- end }}
+{{- $cluster := get $cfg "cluster" | default dict }}
+{{- $_ := set $cluster "replicas" (int .Values.replicaCount) }}
+{{- $_ := unset $cluster "replica_id" }}
+{{- with include "pacegate.store" . }}
+{{- $_ := set $cluster "store" . }}
+{{- end }}
+{{- $_ := set $cfg "cluster" $cluster }}
 {{- $tenants := list }}
 {{- range .Values.tenants }}
 {{- $t := deepCopy . }}
@@ -86,4 +93,16 @@ become "sha256:<hex>" digests; the plain keys stay in the Secret.
 {{- end }}
 {{- $_ := set $cfg "tenants" $tenants }}
 {{- toYaml $cfg }}
+{{- end }}
+
+{{/*
+The cluster store's URL: the release's own Redis (redis.enabled), else
+clusterStore, else none.
+*/}}
+{{- define "pacegate.store" -}}
+{{- if .Values.redis.enabled -}}
+redis://{{ include "pacegate.fullname" . }}-redis:6379/0
+{{- else -}}
+{{ .Values.clusterStore }}
+{{- end -}}
 {{- end }}
