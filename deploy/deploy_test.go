@@ -259,7 +259,7 @@ func TestComposeClusterStore(t *testing.T) {
 	var stack struct {
 		Services map[string]struct {
 			Environment map[string]string `yaml:"environment"`
-			DependsOn   map[string]any    `yaml:"depends_on"`
+			DependsOn   any               `yaml:"depends_on"` // a list or a map
 			Healthcheck map[string]any    `yaml:"healthcheck"`
 		} `yaml:"services"`
 	}
@@ -275,7 +275,8 @@ func TestComposeClusterStore(t *testing.T) {
 	if err != nil || u.Addr != "redis:6379" {
 		t.Fatalf("PACEGATE_CLUSTER_STORE %q: %+v %v, want the compose service redis", gw.Environment["PACEGATE_CLUSTER_STORE"], u, err)
 	}
-	if _, ok := gw.DependsOn["redis"]; !ok || stack.Services["redis"].Healthcheck == nil {
+	deps, _ := gw.DependsOn.(map[string]any)
+	if _, ok := deps["redis"]; !ok || stack.Services["redis"].Healthcheck == nil {
 		t.Errorf("pacegate must wait for a healthy redis: depends_on %v", gw.DependsOn)
 	}
 }
