@@ -128,10 +128,16 @@ func (p *Pacer) rate(k policy.Key) (time.Duration, bool) {
 	return 0, true
 }
 
-// stale is how late a held slot may be used.
+// stale is how late a held slot may still be used: a slot used late is
+// one release of the schedule, so the long-run rate stays exact; one
+// older than this (a replica that waited for pool capacity) is dropped
+// rather than released on top of the fresh ones.
 func (p *Pacer) stale(k policy.Key) time.Duration {
-	return max(p.rates.Interval(k), p.tolerance)
+	return max(p.rates.Interval(k), staleSlot)
 }
+
+// staleSlot is the least lateness after which a held slot is dropped.
+const staleSlot = 250 * time.Millisecond
 
 // slot returns k's earliest held slot, dropping stale ones.
 func (p *Pacer) slot(k policy.Key, now time.Time, stale time.Duration) (time.Time, bool) {

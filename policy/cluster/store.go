@@ -18,7 +18,7 @@ import (
 
 // Defaults of [Options].
 const (
-	DefaultCallTimeout = 250 * time.Millisecond
+	DefaultCallTimeout = time.Second
 	DefaultTick        = 100 * time.Millisecond
 	DefaultLeaseIdle   = time.Second
 	DefaultHold        = 300 * time.Millisecond

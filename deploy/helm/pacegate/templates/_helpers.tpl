@@ -106,3 +106,13 @@ redis://{{ include "pacegate.fullname" . }}-redis:6379/0
 {{ .Values.clusterStore }}
 {{- end -}}
 {{- end }}
+
+{{/*
+The cluster store's pod labels: a name of their own, so that neither the
+gateway's Service nor its StatefulSet selects the Redis pod.
+*/}}
+{{- define "pacegate.redisSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "pacegate.name" . }}-redis
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: cluster-store
+{{- end }}
