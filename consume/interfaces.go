@@ -57,6 +57,13 @@ type Slot interface {
 	Release()
 }
 
+// CacheReporter is implemented by a Slot that learns from the prefix
+// cache hits its upstream reports: after Do, the consumer tells it the
+// response's prompt tokens and how many of them were cached.
+type CacheReporter interface {
+	Cached(req *Request, prompt, cached int64)
+}
+
 // Waker is implemented by a Backend that can end a LiteTopic's suspension
 // early (the embedded engine). After a rate increase the Queue wakes the
 // suspended buckets it touches, and the fair-share gate wakes the bucket

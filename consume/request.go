@@ -28,6 +28,13 @@ type Request struct {
 	// Header holds extra request headers for the upstream (e.g.
 	// anthropic-version). Nil means none.
 	Header http.Header
+	// Prefix is the chained hashes of the leading blocks of the rendered
+	// prompt (package consume/upstream/prefix) and PromptBytes the
+	// rendered prompt's whole length: what prefix routing sends to the
+	// upstream most likely to hold it in its KV cache. Nil for routes
+	// without a prompt to reuse (embeddings, rerank, audio ...).
+	Prefix      []uint64
+	PromptBytes int
 	// Upstream pins the request to the upstream with this URL (a
 	// follow-up of a stored response lives there only). Empty means any
 	// upstream serving the model.

@@ -149,6 +149,9 @@ func (t *Tally) anthropicChunk(name string, data []byte) (token, reported bool) 
 			u.PromptTokens = t.Usage.PromptTokens
 		}
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+		if !u.Cached { // said on message_start only
+			u.CachedTokens, u.Cached = t.Usage.CachedTokens, t.Usage.Cached
+		}
 		t.Usage, t.Known, t.Final = u, true, true
 		return false, true
 	}
@@ -181,12 +184,20 @@ type wireUsage struct {
 	Input      *int64 `json:"input_tokens"`
 	Output     int64  `json:"output_tokens"`
 	// Anthropic counts cached prompt tokens apart from input_tokens.
-	CacheCreation int64 `json:"cache_creation_input_tokens"`
-	CacheRead     int64 `json:"cache_read_input_tokens"`
+	CacheCreation int64  `json:"cache_creation_input_tokens"`
+	CacheRead     *int64 `json:"cache_read_input_tokens"`
+	// The OpenAI spellings of cached prompt tokens.
+	PromptDetails *cachedDetails `json:"prompt_tokens_details"`
+	InputDetails  *cachedDetails `json:"input_tokens_details"`
 }
 
 func (w *wireUsage) normal() Usage {
-	u := Usage{PromptTokens: w.Prompt + w.CacheCreation + w.CacheRead, CompletionTokens: w.Completion + w.Output}
+	u := Usage{PromptTokens: w.Prompt + w.CacheCreation, CompletionTokens: w.Completion + w.Output}
+	if w.CacheRead != nil {
+		u.PromptTokens += *w.CacheRead
+		u.cached(&cachedDetails{CachedTokens: w.CacheRead})
+	}
+	u.cached(w.PromptDetails, w.InputDetails)
 	if w.Input != nil {
 		u.PromptTokens += *w.Input
 	}

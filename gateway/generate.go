@@ -127,10 +127,18 @@ func (s *Server) parse(r *http.Request, rt *route, tenant string) (*apiRequest, 
 		return nil, e
 	}
 	req, e := parseAPIRequest(body, rt)
-	if e == nil && rt.dialect == dialectAnthropic {
+	if e != nil {
+		return nil, e
+	}
+	if rt.dialect == dialectAnthropic {
 		req.Header = anthropicHeaders(r.Header)
 	}
-	return req, e
+	if rt.prompt != nil && s.cfg.PrefixBytes > 0 {
+		c := promptChain(rt.prompt, req.fields, req.Model, s.cfg.PrefixBytes)
+		req.Prefix, req.PromptBytes = c.Hashes, c.Bytes
+	}
+	req.fields = nil
+	return req, nil
 }
 
 // anthropicHeaders are the request headers an Anthropic route passes
@@ -197,6 +205,7 @@ func (s *Server) upstreamRequest(x *exchange) *consume.Request {
 	return &consume.Request{
 		ID: x.id, Key: x.key, Path: x.req.Path, Body: x.req.Body, Stream: x.req.Stream,
 		Method: x.req.Method, ContentType: x.req.ContentType, Header: x.req.Header, Upstream: x.req.Upstream, Shape: x.rt.shape,
+		Prefix: x.req.Prefix, PromptBytes: x.req.PromptBytes,
 		Band: x.tenant.Priority.Band(), Weight: x.tenant.Weight, PromptTokens: x.req.PromptTokens,
 		CompletionTokens: s.expectedCompletion(x.rt, x.req), MaxBacklog: s.cfg.Table.Limits(x.key).Backlog, Submitted: x.admitted,
 	}

@@ -66,6 +66,10 @@ type Config struct {
 	// client that stops reading while keeping its connection is cut after
 	// it, and its upstream call aborted. Zero means no limit.
 	WriteStallTimeout time.Duration
+	// PrefixBytes is how much of a generation request's rendered prompt is
+	// hashed for prefix routing (consume.Request.Prefix). Zero means none:
+	// the pool routes by load alone.
+	PrefixBytes int
 	// DefaultCompletionTokens is reserved against the TPM window when a
 	// request sets no max_tokens. Zero means 256.
 	DefaultCompletionTokens int64

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/upstream/prefix"
 )
 
 // Pool is the set of upstreams. Create it with [NewPool]; the zero value
@@ -24,6 +26,10 @@ type Pool struct {
 	mu   sync.Mutex // guards ups' mutable fields and next
 	ups  []*upstream
 	next int // rotates the starting point so ties spread out
+	// index is where prompt prefixes were routed; nil unless
+	// Routing.Policy is RoutePrefix. It has its own lock, never taken
+	// with mu held.
+	index *prefix.Index
 
 	onFree atomic.Pointer[func(models []string)] // see OnFree
 
@@ -37,6 +43,7 @@ type Pool struct {
 
 // upstream is one server; fields below the line are guarded by Pool.mu.
 type upstream struct {
+	id       int // its place in Pool.ups, and in the prefix index
 	url      string
 	max      int
 	headroom int           // slots beyond max, for TryAcquireHeadroom only
@@ -49,6 +56,12 @@ type upstream struct {
 	downUntil time.Time
 	backoff   time.Duration
 	errors    uint64
+	routed    map[string]uint64 // routing decisions (Decision*) that sent a request here
+
+	// The prompt tokens of the responses it served and how many of them
+	// it reported as prefix-cache hits (when it reports them). Atomic:
+	// updated after a response, outside mu.
+	promptTokens, cachedTokens atomic.Int64
 }
 
 var _ consume.Upstreams = (*Pool)(nil)
@@ -62,12 +75,17 @@ func NewPool(cfg Config) (*Pool, error) {
 	}
 	p := &Pool{cfg: cfg, log: cfg.Logger, now: time.Now}
 	maxConc := 0
-	for _, u := range cfg.Upstreams {
+	cacheTokens := make([]int64, 0, len(cfg.Upstreams))
+	for i, u := range cfg.Upstreams {
 		models := slices.Clone(u.Models)
 		slices.Sort(models)
-		p.ups = append(p.ups, &upstream{url: u.URL, max: u.MaxConcurrency, headroom: u.Headroom, idle: u.IdleTimeout, dynamic: len(u.Models) == 0,
-			models: slices.Compact(models), healthy: true})
+		p.ups = append(p.ups, &upstream{id: i, url: u.URL, max: u.MaxConcurrency, headroom: u.Headroom, idle: u.IdleTimeout, dynamic: len(u.Models) == 0,
+			models: slices.Compact(models), healthy: true, routed: map[string]uint64{}})
 		maxConc = max(maxConc, u.MaxConcurrency+u.Headroom)
+		cacheTokens = append(cacheTokens, u.CacheTokens)
+	}
+	if cfg.Routing.Policy == RoutePrefix {
+		p.index = prefix.NewIndex(cacheTokens)
 	}
 	rt := cfg.Transport
 	if rt == nil {
@@ -219,12 +237,24 @@ func (p *Pool) Ready() bool {
 
 // Stats returns a snapshot of every upstream, in configuration order.
 func (p *Pool) Stats() []UpstreamStat {
+	out := p.stats()
+	if p.index != nil {
+		for i := range out {
+			st := p.index.Stat(i)
+			out[i].IndexBlocks, out[i].IndexCapacity = st.Blocks, st.Capacity
+		}
+	}
+	return out
+}
+
+func (p *Pool) stats() []UpstreamStat {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]UpstreamStat, 0, len(p.ups))
 	for _, u := range p.ups {
 		out = append(out, UpstreamStat{URL: u.url, InFlight: u.inFlight, MaxConcurrency: u.max, Headroom: u.headroom,
-			Healthy: u.healthy, Errors: u.errors, DownUntil: u.downUntil, Models: slices.Clone(u.models)})
+			Healthy: u.healthy, Errors: u.errors, DownUntil: u.downUntil, Models: slices.Clone(u.models),
+			Routed: maps.Clone(u.routed), PromptTokens: u.promptTokens.Load(), CachedTokens: u.cachedTokens.Load()})
 	}
 	return out
 }

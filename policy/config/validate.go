@@ -53,6 +53,7 @@ func (f *File) Validate() error {
 	orgs := validateOrgs(&p, f.Orgs)
 	f.validateTenants(&p, orgs)
 	f.Fairness.validate(&p)
+	f.Routing.validate(&p)
 	f.validateMaxWait(&p)
 	return errors.Join(p...)
 }
@@ -95,6 +96,7 @@ func (f *File) validateUpstreams(p *problems) {
 		}
 		positive(p, path+".max_concurrency", u.MaxConcurrency)
 		nonNegative(p, path+".idle_timeout", u.IdleTimeout)
+		nonNegativeNum(p, path+".cache_tokens", u.CacheTokens)
 		checkNames(p, path+".models", u.Models)
 	}
 }
@@ -244,6 +246,17 @@ func (s *FairnessSpec) validate(p *problems) {
 			p.add("fairness.bands."+b.name+".max_wait", "must be >= 0")
 		}
 	}
+}
+
+// validate checks the routing section.
+func (r *Routing) validate(p *problems) {
+	if r.Policy != RoutingPrefix && r.Policy != RoutingLeastOutstanding {
+		p.add("routing.policy", "must be prefix or least_outstanding")
+	}
+	if !(r.LoadBound >= 1) || math.IsInf(r.LoadBound, 0) {
+		p.add("routing.load_bound", "must be a finite number >= 1")
+	}
+	positive(p, "routing.max_prefix_bytes", r.MaxPrefixBytes)
 }
 
 // namedBand is a BandSpec with its yaml key.

@@ -100,3 +100,7 @@ type Chain struct {
 	// matched part of a prompt is len(matched)×BlockBytes of Bytes.
 	Bytes int
 }
+
+// Skip counts n more bytes of the prompt without reading them: the part
+// past what is hashed, measured for Chain.Bytes.
+func (b *Builder) Skip(n int) { b.seen += max(n, 0) }

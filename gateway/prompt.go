@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/pacegate/pacegate/consume/upstream/prefix"
+)
+
+// promptPart is one field of a request's prompt, in the order the model
+// reads it; messages says it is a list of messages (or input items),
+// rendered as each one's role and content, so that two clients that
+// write the same conversation with different field order or spacing
+// render it alike.
+type promptPart struct {
+	field    string
+	messages bool
+}
+
+// The prompts of the generation routes, in the order the model reads
+// them: what the prefix of a conversation's next turn shares with the
+// last one.
+var (
+	chatPrompt       = []promptPart{{field: "tools"}, {field: "messages", messages: true}}
+	completionPrompt = []promptPart{{field: "prompt"}}
+	responsesPrompt  = []promptPart{{field: "instructions"}, {field: "tools"}, {field: "input", messages: true}}
+	messagesPrompt   = []promptPart{{field: "system"}, {field: "tools"}, {field: "messages", messages: true}}
+)
+
+// promptChain renders the prompt parts of fields for model and hashes
+// its first maxBytes bytes (see package prefix). The work is bounded by
+// maxBytes, whatever the prompt's size: past it the rest is only
+// measured.
+func promptChain(parts []promptPart, fields map[string]json.RawMessage, model string, maxBytes int) prefix.Chain {
+	b := prefix.NewBuilder(model, maxBytes)
+	for _, part := range parts {
+		raw, ok := fields[part.field]
+		switch {
+		case !ok || isNull(raw):
+		case part.messages:
+			writeMessages(b, raw)
+		default:
+			b.Write(raw)
+		}
+	}
+	return b.Chain()
+}
+
+// message is what routing reads of a message or input item.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// writeMessages renders a list of messages as role and content each;
+// an item with neither (a tool call or its output in Responses) is
+// written as it came, and anything but a list (a string input) too.
+// Once the builder is full, the rest is only measured.
+func writeMessages(b *prefix.Builder, raw json.RawMessage) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		b.Write(raw)
+		return
+	}
+	for dec.More() {
+		if b.Full() {
+			b.Skip(len(raw) - int(dec.InputOffset()))
+			return
+		}
+		var item json.RawMessage
+		if dec.Decode(&item) != nil {
+			return
+		}
+		var m message
+		if json.Unmarshal(item, &m) != nil || (m.Role == "" && m.Content == nil) {
+			b.Write(item)
+			continue
+		}
+		b.WriteString(m.Role)
+		b.WriteString(":")
+		b.Write(m.Content)
+		b.WriteString("\n")
+	}
+}
