@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/upstream/vllmmetrics"
 )
 
 // Pool is the set of upstreams. Create it with [NewPool]; the zero value
@@ -38,10 +40,11 @@ type Pool struct {
 // upstream is one server; fields below the line are guarded by Pool.mu.
 type upstream struct {
 	url      string
-	max      int
-	headroom int           // slots beyond max, for TryAcquireHeadroom only
+	max      int           // MaxConcurrency, or DefaultMaxConcurrency: the limit without readings
+	headroom int           // slots beyond the limit, for TryAcquireHeadroom only
 	dynamic  bool          // models come from /v1/models
 	idle     time.Duration // a stream silent this long is stalled; 0 = no limit
+	learns   bool          // its limit is learned from its /metrics
 
 	models    []string // sorted
 	inFlight  int
@@ -49,6 +52,13 @@ type upstream struct {
 	downUntil time.Time
 	backoff   time.Duration
 	errors    uint64
+	// learn is the limit learned from the readings of its /metrics,
+	// used while metricsOK; fails counts the readings failed in a row
+	// and gauges is the last good reading.
+	learn     learner
+	metricsOK bool
+	fails     int
+	gauges    vllmmetrics.Gauges
 }
 
 var _ consume.Upstreams = (*Pool)(nil)
@@ -65,9 +75,8 @@ func NewPool(cfg Config) (*Pool, error) {
 	for _, u := range cfg.Upstreams {
 		models := slices.Clone(u.Models)
 		slices.Sort(models)
-		p.ups = append(p.ups, &upstream{url: u.URL, max: u.MaxConcurrency, headroom: u.Headroom, idle: u.IdleTimeout, dynamic: len(u.Models) == 0,
-			models: slices.Compact(models), healthy: true})
-		maxConc = max(maxConc, u.MaxConcurrency+u.Headroom)
+		p.ups = append(p.ups, newUpstream(cfg, u, slices.Compact(models)))
+		maxConc = max(maxConc, cmp.Or(u.MaxConcurrency, DefaultMaxConcurrency)+u.Headroom)
 	}
 	rt := cfg.Transport
 	if rt == nil {
@@ -121,13 +130,30 @@ func (p *Pool) acquire(model string, skip *upstream, headroom bool) *slot {
 	return &slot{p: p, u: best, headroom: headroom}
 }
 
-// limit is how many requests u may run: its max, plus its headroom when
-// the caller may use it.
-func (u *upstream) limit(headroom bool) int {
-	if headroom {
-		return u.max + u.headroom
+func newUpstream(cfg Config, u UpstreamConfig, models []string) *upstream {
+	up := &upstream{url: u.URL, max: u.MaxConcurrency, headroom: u.Headroom, idle: u.IdleTimeout, dynamic: len(u.Models) == 0,
+		models: models, healthy: true, learns: cfg.MetricsInterval > 0 && !u.FixedConcurrency}
+	ceiling := u.MaxConcurrency
+	if ceiling == 0 {
+		up.max, ceiling = DefaultMaxConcurrency, learnCeiling
 	}
-	return u.max
+	up.learn = newLearner(ceiling, cfg.KVThreshold)
+	return up
+}
+
+// limit is how many requests u may run: the limit learned from its
+// metrics while they can be read, otherwise its MaxConcurrency; plus its
+// headroom when the caller may use it. Every decision on u's room goes
+// through it. Requires Pool.mu held.
+func (u *upstream) limit(headroom bool) int {
+	n := u.max
+	if u.learns && u.metricsOK {
+		n = u.learn.limit
+	}
+	if headroom {
+		n += u.headroom
+	}
+	return n
 }
 
 func (p *Pool) release(u *upstream) {
@@ -182,8 +208,8 @@ func (p *Pool) Free(model string) (free, total int) {
 	now := p.now()
 	for _, u := range p.ups {
 		if u.available(now) && u.serves(model) {
-			total += u.max
-			free += u.max - u.inFlight
+			total += u.limit(false)
+			free += u.limit(false) - u.inFlight
 		}
 	}
 	return free, total
@@ -224,7 +250,20 @@ func (p *Pool) Stats() []UpstreamStat {
 	out := make([]UpstreamStat, 0, len(p.ups))
 	for _, u := range p.ups {
 		out = append(out, UpstreamStat{URL: u.url, InFlight: u.inFlight, MaxConcurrency: u.max, Headroom: u.headroom,
-			Healthy: u.healthy, Errors: u.errors, DownUntil: u.downUntil, Models: slices.Clone(u.models)})
+			Healthy: u.healthy, Errors: u.errors, DownUntil: u.downUntil, Models: slices.Clone(u.models),
+			Limit: u.limit(false), Room: u.roomSource(), Running: u.gauges.Running, Waiting: u.gauges.Waiting, KVCache: u.gauges.KVCache})
 	}
 	return out
+}
+
+// roomSource says where u's limit comes from (UpstreamStat.Room).
+// Requires Pool.mu held.
+func (u *upstream) roomSource() string {
+	switch {
+	case !u.learns:
+		return RoomFixed
+	case u.metricsOK:
+		return RoomMetrics
+	}
+	return RoomFallback
 }

@@ -93,7 +93,7 @@ func (f *File) validateUpstreams(p *problems) {
 		} else {
 			seen[u.URL] = i
 		}
-		positive(p, path+".max_concurrency", u.MaxConcurrency)
+		nonNegativeNum(p, path+".max_concurrency", u.MaxConcurrency)
 		nonNegative(p, path+".idle_timeout", u.IdleTimeout)
 		checkNames(p, path+".models", u.Models)
 	}
