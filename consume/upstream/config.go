@@ -21,6 +21,14 @@ type Config struct {
 	// DownBackoff is how long a failed upstream is left alone; it doubles
 	// on each failure up to MaxDownBackoff. Defaults 1s and 30s.
 	DownBackoff, MaxDownBackoff time.Duration
+	// MetricsInterval is how often each upstream's vLLM /metrics is read
+	// to learn its limit (see [UpstreamConfig.MaxConcurrency]); a reading
+	// times out after as long. Default DefaultMetricsInterval; negative
+	// turns the readings off, and every upstream keeps MaxConcurrency.
+	MetricsInterval time.Duration
+	// KVThreshold is the KV-cache usage (0 to 1] past which a learned
+	// limit stops growing. Default DefaultKVThreshold.
+	KVThreshold float64
 	// MaxBodyBytes bounds a non-streamed response body. Default 32 MiB.
 	MaxBodyBytes int64
 	// Logger receives health changes and retries. If nil, slog.Default().
@@ -52,8 +60,17 @@ type UpstreamConfig struct {
 	// URL is the server root, e.g. http://10.0.0.7:8000 (paths such as
 	// /v1/chat/completions are appended).
 	URL string
-	// MaxConcurrency bounds the requests in flight to it. Default 64.
+	// MaxConcurrency bounds the requests in flight to it. By default the
+	// bound is learned from the server's own /metrics: the concurrency at
+	// which vLLM starts to queue requests (see [Config.MetricsInterval]);
+	// MaxConcurrency then only caps it, and is the bound while the
+	// metrics cannot be read. 0 means no cap, and DefaultMaxConcurrency
+	// while the metrics cannot be read.
 	MaxConcurrency int
+	// FixedConcurrency turns the learning off for this upstream: its
+	// bound is MaxConcurrency (or DefaultMaxConcurrency) and its metrics
+	// are not read. For servers that are not vLLM.
+	FixedConcurrency bool
 	// Headroom is how many requests it may run beyond MaxConcurrency
 	// when the caller asks for headroom (TryAcquireHeadroom): room the
 	// server has that only the fair-share gate hands out, to buckets
@@ -89,12 +106,19 @@ type Observer interface {
 type UpstreamStat struct {
 	URL            string
 	InFlight       int
-	MaxConcurrency int
-	Headroom       int
-	Healthy        bool
-	Errors         uint64    // failures counted against it (transport errors, 5xx, failed probes)
-	DownUntil      time.Time // zero while healthy
-	Models         []string
+	MaxConcurrency int // the configured cap, or DefaultMaxConcurrency
+	// Limit is how many requests it may run now; Room says where that
+	// comes from: RoomMetrics (learned), RoomFallback (learning, but the
+	// metrics cannot be read: MaxConcurrency), RoomFixed.
+	Limit int
+	Room  string
+	// Running, Waiting and KVCache are the server's last good reading.
+	Running, Waiting, KVCache float64
+	Headroom                  int
+	Healthy                   bool
+	Errors                    uint64    // failures counted against it (transport errors, 5xx, failed probes)
+	DownUntil                 time.Time // zero while healthy
+	Models                    []string
 	// Routed counts the routing decisions that sent requests here, by
 	// decision (DecisionPrefix, DecisionMiss, DecisionLoad).
 	Routed map[string]uint64
@@ -108,6 +132,13 @@ type UpstreamStat struct {
 	IndexBlocks, IndexCapacity int
 }
 
+// Values of UpstreamStat.Room.
+const (
+	RoomMetrics  = "metrics"
+	RoomFallback = "fallback"
+	RoomFixed    = "fixed"
+)
+
 func (c Config) withDefaults() (Config, error) {
 	if len(c.Upstreams) == 0 {
 		return c, fmt.Errorf("upstream: no upstreams configured")
@@ -115,6 +146,12 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.HealthInterval, 5*time.Second)
 	setDefault(&c.DownBackoff, time.Second)
 	setDefault(&c.MaxDownBackoff, 30*time.Second)
+	if c.MetricsInterval == 0 {
+		c.MetricsInterval = DefaultMetricsInterval
+	}
+	if !(c.KVThreshold > 0 && c.KVThreshold <= 1) {
+		c.KVThreshold = DefaultKVThreshold
+	}
 	c.MaxDownBackoff = max(c.MaxDownBackoff, c.DownBackoff)
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 32 << 20
@@ -157,9 +194,6 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if u.IdleTimeout < 0 {
 			return c, fmt.Errorf("upstream: %s: negative IdleTimeout", base)
-		}
-		if u.MaxConcurrency == 0 {
-			u.MaxConcurrency = 64
 		}
 		u.URL, u.Models = base, append([]string(nil), u.Models...)
 		ups[i] = u

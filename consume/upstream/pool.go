@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"maps"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/consume/upstream/prefix"
+	"github.com/pacegate/pacegate/consume/upstream/vllmmetrics"
 )
 
 // Pool is the set of upstreams. Create it with [NewPool]; the zero value
@@ -45,10 +47,11 @@ type Pool struct {
 type upstream struct {
 	id       int // its place in Pool.ups, and in the prefix index
 	url      string
-	max      int
-	headroom int           // slots beyond max, for TryAcquireHeadroom only
+	max      int           // MaxConcurrency, or DefaultMaxConcurrency: the limit without readings
+	headroom int           // slots beyond the limit, for TryAcquireHeadroom only
 	dynamic  bool          // models come from /v1/models
 	idle     time.Duration // a stream silent this long is stalled; 0 = no limit
+	learns   bool          // its limit is learned from its /metrics
 
 	models    []string // sorted
 	inFlight  int
@@ -62,6 +65,14 @@ type upstream struct {
 	// it reported as prefix-cache hits (when it reports them). Atomic:
 	// updated after a response, outside mu.
 	promptTokens, cachedTokens atomic.Int64
+
+	// learn is the limit learned from the readings of its /metrics,
+	// used while metricsOK; fails counts the readings failed in a row
+	// and gauges is the last good reading.
+	learn     learner
+	metricsOK bool
+	fails     int
+	gauges    vllmmetrics.Gauges
 }
 
 var _ consume.Upstreams = (*Pool)(nil)
@@ -79,9 +90,9 @@ func NewPool(cfg Config) (*Pool, error) {
 	for i, u := range cfg.Upstreams {
 		models := slices.Clone(u.Models)
 		slices.Sort(models)
-		p.ups = append(p.ups, &upstream{id: i, url: u.URL, max: u.MaxConcurrency, headroom: u.Headroom, idle: u.IdleTimeout, dynamic: len(u.Models) == 0,
-			models: slices.Compact(models), healthy: true, routed: map[string]uint64{}})
-		maxConc = max(maxConc, u.MaxConcurrency+u.Headroom)
+		p.ups = append(p.ups, newUpstream(cfg, u, slices.Compact(models)))
+		p.ups[i].id = i
+		maxConc = max(maxConc, cmp.Or(u.MaxConcurrency, DefaultMaxConcurrency)+u.Headroom)
 		cacheTokens = append(cacheTokens, u.CacheTokens)
 	}
 	if cfg.Routing.Policy == RoutePrefix {
@@ -139,13 +150,30 @@ func (p *Pool) acquire(model string, skip *upstream, headroom bool) *slot {
 	return &slot{p: p, u: best, headroom: headroom}
 }
 
-// limit is how many requests u may run: its max, plus its headroom when
-// the caller may use it.
-func (u *upstream) limit(headroom bool) int {
-	if headroom {
-		return u.max + u.headroom
+func newUpstream(cfg Config, u UpstreamConfig, models []string) *upstream {
+	up := &upstream{url: u.URL, max: u.MaxConcurrency, headroom: u.Headroom, idle: u.IdleTimeout, dynamic: len(u.Models) == 0,
+		models: models, healthy: true, learns: cfg.MetricsInterval > 0 && !u.FixedConcurrency, routed: map[string]uint64{}}
+	ceiling := u.MaxConcurrency
+	if ceiling == 0 {
+		up.max, ceiling = DefaultMaxConcurrency, learnCeiling
 	}
-	return u.max
+	up.learn = newLearner(ceiling, cfg.KVThreshold)
+	return up
+}
+
+// limit is how many requests u may run: the limit learned from its
+// metrics while they can be read, otherwise its MaxConcurrency; plus its
+// headroom when the caller may use it. Every decision on u's room goes
+// through it. Requires Pool.mu held.
+func (u *upstream) limit(headroom bool) int {
+	n := u.max
+	if u.learns && u.metricsOK {
+		n = u.learn.limit
+	}
+	if headroom {
+		n += u.headroom
+	}
+	return n
 }
 
 func (p *Pool) release(u *upstream) {
@@ -200,8 +228,8 @@ func (p *Pool) Free(model string) (free, total int) {
 	now := p.now()
 	for _, u := range p.ups {
 		if u.available(now) && u.serves(model) {
-			total += u.max
-			free += u.max - u.inFlight
+			total += u.limit(false)
+			free += u.limit(false) - u.inFlight
 		}
 	}
 	return free, total
@@ -254,7 +282,20 @@ func (p *Pool) stats() []UpstreamStat {
 	for _, u := range p.ups {
 		out = append(out, UpstreamStat{URL: u.url, InFlight: u.inFlight, MaxConcurrency: u.max, Headroom: u.headroom,
 			Healthy: u.healthy, Errors: u.errors, DownUntil: u.downUntil, Models: slices.Clone(u.models),
+			Limit: u.limit(false), Room: u.roomSource(), Running: u.gauges.Running, Waiting: u.gauges.Waiting, KVCache: u.gauges.KVCache,
 			Routed: maps.Clone(u.routed), PromptTokens: u.promptTokens.Load(), CachedTokens: u.cachedTokens.Load()})
 	}
 	return out
+}
+
+// roomSource says where u's limit comes from (UpstreamStat.Room).
+// Requires Pool.mu held.
+func (u *upstream) roomSource() string {
+	switch {
+	case !u.learns:
+		return RoomFixed
+	case u.metricsOK:
+		return RoomMetrics
+	}
+	return RoomFallback
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/consume/fairshare"
+	"github.com/pacegate/pacegate/consume/upstream"
 	"github.com/pacegate/pacegate/gateway/control"
 	"github.com/pacegate/pacegate/policy"
 )
@@ -51,6 +52,9 @@ type Config struct {
 	// still recorded, so the API behaves the same, but nothing moves the
 	// factors except this API.
 	Control *control.Loop
+	// Upstreams reports the upstreams' limits and health. Nil means
+	// GET /admin/upstreams lists none.
+	Upstreams func() []upstream.UpstreamStat
 	// Metrics serves /metrics. Nil means no /metrics route.
 	Metrics http.Handler
 	// Logger logs every change made through the API. Nil means
@@ -118,6 +122,7 @@ func (a *api) routes() chi.Router {
 		r.Delete("/admin/factors/models/*", a.deleteColumn)
 		r.Get("/admin/control", a.getControl)
 		r.Get("/admin/fairness", a.getFairness)
+		r.Get("/admin/upstreams", a.getUpstreams)
 		r.Get("/admin/matrix", a.getMatrix)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

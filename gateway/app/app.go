@@ -112,7 +112,7 @@ func newPool(cfg *config.File, logger *slog.Logger, obs upstream.Observer) (*ups
 	ups := make([]upstream.UpstreamConfig, 0, len(cfg.Upstreams))
 	for _, u := range cfg.Upstreams {
 		ups = append(ups, upstream.UpstreamConfig{URL: u.URL, MaxConcurrency: u.MaxConcurrency,
-			Headroom: cfg.Fairness.Headroom, Models: u.Models,
+			FixedConcurrency: u.FixedConcurrency, Headroom: cfg.Fairness.Headroom, Models: u.Models,
 			IdleTimeout: durationOr0(u.IdleTimeout), CacheTokens: u.CacheTokens})
 	}
 	return upstream.NewPool(upstream.Config{Upstreams: ups, Logger: logger, Observer: obs,

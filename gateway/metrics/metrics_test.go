@@ -108,7 +108,8 @@ func TestStateMetrics(t *testing.T) {
 		pacer.SetColumnFactor("m2", 0.5)
 		pacer.SetGlobalFactor(2)
 		m := New(Config{TopK: 2, Buckets: buckets, Factors: pacer, Models: func() []string { return []string{"m1", "m2"} },
-			Upstreams: fakeUpstreams{{URL: "http://u1", InFlight: 3, MaxConcurrency: 8, Healthy: true}, {URL: "http://u2", MaxConcurrency: 4}}})
+			Upstreams: fakeUpstreams{{URL: "http://u1", InFlight: 3, MaxConcurrency: 64, Limit: 10, Room: "metrics", Healthy: true},
+				{URL: "http://u2", MaxConcurrency: 4, Limit: 4, Room: "fallback"}}})
 		got := scrape(t, m, "pacegate_bucket_", "pacegate_model_", "pacegate_upstream_", "pacegate_global", "pacegate_column")
 		want := `pacegate_bucket_backlog{model="m1",tenant="a"} 3
 pacegate_bucket_backlog{model="m1",tenant="b"} 2
@@ -133,8 +134,12 @@ pacegate_upstream_healthy{upstream="http://u1"} 1
 pacegate_upstream_healthy{upstream="http://u2"} 0
 pacegate_upstream_in_flight{upstream="http://u1"} 3
 pacegate_upstream_in_flight{upstream="http://u2"} 0
-pacegate_upstream_max_concurrency{upstream="http://u1"} 8
-pacegate_upstream_max_concurrency{upstream="http://u2"} 4`
+pacegate_upstream_limit{upstream="http://u1"} 10
+pacegate_upstream_limit{upstream="http://u2"} 4
+pacegate_upstream_max_concurrency{upstream="http://u1"} 64
+pacegate_upstream_max_concurrency{upstream="http://u2"} 4
+pacegate_upstream_room{source="fallback",upstream="http://u2"} 1
+pacegate_upstream_room{source="metrics",upstream="http://u1"} 1`
 		if got != want {
 			t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
 		}

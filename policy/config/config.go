@@ -102,9 +102,17 @@ type Server struct {
 
 // Upstream is one OpenAI-compatible model server (typically vLLM).
 type Upstream struct {
-	URL            string   `yaml:"url"`             // required, http or https
-	MaxConcurrency int      `yaml:"max_concurrency"` // in-flight requests; default 64
-	Models         []string `yaml:"models"`          // empty = discover via GET /v1/models
+	URL string `yaml:"url"` // required, http or https
+	// MaxConcurrency caps the requests in flight to it. Unset (0), there
+	// is no cap: the limit is learned from the server's vLLM /metrics
+	// (the concurrency at which it starts to queue), and is 64 while
+	// those cannot be read. Set, it caps the learned limit and is the
+	// limit while the metrics cannot be read.
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// FixedConcurrency: the limit is max_concurrency (64 if unset) and the
+	// server's metrics are not read; for servers that are not vLLM.
+	FixedConcurrency bool     `yaml:"fixed_concurrency"`
+	Models           []string `yaml:"models"` // empty = discover via GET /v1/models
 	// IdleTimeout ends a stream whose upstream sends nothing this long
 	// (the wait for the first token included) with an upstream_error and
 	// frees its slot. Default 30s; 0 = no

@@ -22,7 +22,6 @@ func (f *File) SetDefaults() {
 	setNum(&f.Admin.AuthMaxSources, 10000)
 	f.Server.setDefaults()
 	for i := range f.Upstreams {
-		setNum(&f.Upstreams[i].MaxConcurrency, 64)
 		setPtr(&f.Upstreams[i].IdleTimeout, DefaultUpstreamIdleTimeout)
 	}
 	f.Queue.setDefaults()

@@ -94,7 +94,7 @@ func (f *File) validateUpstreams(p *problems) {
 		} else {
 			seen[u.URL] = i
 		}
-		positive(p, path+".max_concurrency", u.MaxConcurrency)
+		nonNegativeNum(p, path+".max_concurrency", u.MaxConcurrency)
 		nonNegative(p, path+".idle_timeout", u.IdleTimeout)
 		nonNegativeNum(p, path+".cache_tokens", u.CacheTokens)
 		checkNames(p, path+".models", u.Models)
