@@ -84,6 +84,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descWaiting, descGrants} {
 		ch <- d
 	}
+	for _, d := range routingDescs {
+		ch <- d
+	}
 }
 
 // Collect implements [prometheus.Collector].
@@ -97,6 +100,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.cfg.Upstreams != nil {
 		c.collectUpstreams(ch)
+		c.collectRouting(ch)
 	}
 	if c.cfg.Factors != nil {
 		c.collectFactors(ch)
