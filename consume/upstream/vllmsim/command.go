@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -88,6 +89,7 @@ func parseFlags(args []string, out io.Writer) (Config, string, error) {
 	ttft := fs.Duration("ttft", 200*time.Millisecond, "time to first token")
 	itl := fs.Duration("itl", 20*time.Millisecond, "inter-token latency")
 	seqs := fs.Int("max-num-seqs", 256, "requests running at once; more wait")
+	loadFactor := fs.Float64("time-factor-under-load", 1, "TTFT and ITL factor of a full batch, scaled linearly from 1 at one running request (>= 1; 1: off)")
 	maxTok := fs.Int("max-tokens", 16, "completion length when the request sets none")
 	embDim := fs.Int("embedding-dim", 16, "length of an embedding vector")
 	stored := fs.Int("max-stored-responses", 1024, "Responses API responses kept for GET and previous_response_id (negative: none)")
@@ -99,8 +101,11 @@ func parseFlags(args []string, out io.Writer) (Config, string, error) {
 	if fs.NArg() > 0 {
 		return Config{}, "", fmt.Errorf("sim: unexpected argument %q", fs.Arg(0))
 	}
-	cfg := Config{Models: models, TTFT: noZero(*ttft), ITL: noZero(*itl), MaxNumSeqs: *seqs, DefaultMaxTokens: *maxTok,
-		EmbeddingDim: *embDim, MaxStoredResponses: *stored, Faults: faults}
+	if !(*loadFactor >= 1) || math.IsInf(*loadFactor, 0) {
+		return Config{}, "", fmt.Errorf("sim: --time-factor-under-load must be a number >= 1, got %v", *loadFactor)
+	}
+	cfg := Config{Models: models, TTFT: noZero(*ttft), ITL: noZero(*itl), MaxNumSeqs: *seqs, TimeFactorUnderLoad: *loadFactor,
+		DefaultMaxTokens: *maxTok, EmbeddingDim: *embDim, MaxStoredResponses: *stored, Faults: faults}
 	return cfg, *listen, nil
 }
 

@@ -1,6 +1,9 @@
 package vllmsim
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Config sets up a [Server]. The zero value is valid: every zero field
 // takes the default noted beside it.
@@ -16,6 +19,13 @@ type Config struct {
 	// MaxNumSeqs is how many requests run at once; more wait in FIFO
 	// order and count in num_requests_waiting. Default 256.
 	MaxNumSeqs int
+	// TimeFactorUnderLoad stretches TTFT and ITL with the running batch,
+	// as llm-d-inference-sim does: each is multiplied by
+	// 1 + (F-1)·(running-1)/(MaxNumSeqs-1), read from the running count
+	// when the token is scheduled (running includes the request itself),
+	// so F is the factor of a full batch. Default (and any value below 1,
+	// or MaxNumSeqs 1) 1: latency does not depend on the load.
+	TimeFactorUnderLoad float64
 	// DefaultMaxTokens is the completion length when the request sets
 	// none. Default 16.
 	DefaultMaxTokens int
@@ -52,6 +62,9 @@ func (c Config) withDefaults() Config {
 	c.TTFT, c.ITL = max(c.TTFT, 0), max(c.ITL, 0)
 	if c.MaxNumSeqs <= 0 {
 		c.MaxNumSeqs = 256
+	}
+	if !(c.TimeFactorUnderLoad >= 1) || math.IsInf(c.TimeFactorUnderLoad, 0) {
+		c.TimeFactorUnderLoad = 1
 	}
 	if c.DefaultMaxTokens <= 0 {
 		c.DefaultMaxTokens = 16

@@ -27,7 +27,11 @@
 // every ITL, the finish chunk, the usage chunk (only when
 // stream_options.include_usage is true; `"stream_options":{}` counts as
 // true, as in vLLM) and "data: [DONE]". A non-streamed response is sent
-// when the last token would have been.
+// when the last token would have been. With Config.TimeFactorUnderLoad
+// F > 1, TTFT and each ITL are multiplied by
+// 1 + (F-1)·(running-1)/(MaxNumSeqs-1), read from the running count
+// (the request included) when that token is scheduled: at the start of
+// running for TTFT, after the previous token for each ITL.
 //
 // Unlike llm-d-inference-sim, the simulator aborts a request the moment
 // its client goes away, while waiting, during TTFT or between tokens, and
