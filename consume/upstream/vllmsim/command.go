@@ -91,6 +91,7 @@ func parseFlags(args []string, out io.Writer) (Config, string, error) {
 	seqs := fs.Int("max-num-seqs", 256, "requests running at once; more wait")
 	loadFactor := fs.Float64("time-factor-under-load", 1, "TTFT and ITL factor of a full batch, scaled linearly from 1 at one running request (>= 1; 1: off)")
 	maxTok := fs.Int("max-tokens", 16, "completion length when the request sets none")
+	cacheTokens := fs.Int("prefix-cache-tokens", 0, "prefix cache size in tokens, in blocks of 16 (0: off)")
 	embDim := fs.Int("embedding-dim", 16, "length of an embedding vector")
 	stored := fs.Int("max-stored-responses", 1024, "Responses API responses kept for GET and previous_response_id (negative: none)")
 	var faults faultsFlag
@@ -105,7 +106,7 @@ func parseFlags(args []string, out io.Writer) (Config, string, error) {
 		return Config{}, "", fmt.Errorf("sim: --time-factor-under-load must be a number >= 1, got %v", *loadFactor)
 	}
 	cfg := Config{Models: models, TTFT: noZero(*ttft), ITL: noZero(*itl), MaxNumSeqs: *seqs, TimeFactorUnderLoad: *loadFactor,
-		DefaultMaxTokens: *maxTok, EmbeddingDim: *embDim, MaxStoredResponses: *stored, Faults: faults}
+		PrefixCacheTokens: *cacheTokens, DefaultMaxTokens: *maxTok, EmbeddingDim: *embDim, MaxStoredResponses: *stored, Faults: faults}
 	return cfg, *listen, nil
 }
 

@@ -26,6 +26,16 @@ type Config struct {
 	// so F is the factor of a full batch. Default (and any value below 1,
 	// or MaxNumSeqs 1) 1: latency does not depend on the load.
 	TimeFactorUnderLoad float64
+	// PrefixCacheTokens, when at least BlockSize, turns on a prefix cache
+	// of that many tokens (rounded down to whole blocks of BlockSize), as
+	// vLLM's automatic prefix caching on chat, completions, Responses and
+	// Messages: a request's leading full blocks found in it count as
+	// cached tokens (usage, /metrics), and its prompt's full blocks join
+	// it once its prefill is done, evicting the least recently used
+	// blocks no running request holds. See the package doc for what a
+	// prompt's blocks are. Default 0: off, and the usage bodies carry no
+	// cached-token details.
+	PrefixCacheTokens int
 	// DefaultMaxTokens is the completion length when the request sets
 	// none. Default 16.
 	DefaultMaxTokens int

@@ -12,6 +12,7 @@ type messagesRequest struct {
 	Model     string            `json:"model"`
 	Messages  []json.RawMessage `json:"messages"`
 	System    json.RawMessage   `json:"system"`
+	Tools     json.RawMessage   `json:"tools"`
 	MaxTokens *int              `json:"max_tokens"`
 	Stream    *bool             `json:"stream"`
 }
@@ -76,6 +77,11 @@ func (s *Server) parseMessages(r *http.Request, count bool) (*job, *apiError) {
 		return nil, badRequest(fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			s.cfg.MaxModelLen, total, j.promptTokens, j.maxTokens), nil)
 	}
+	s.keyPrompt(j, func(h *blockHasher) {
+		h.system(req.System)
+		h.raw(itemTools, req.Tools)
+		h.messages(req.Messages)
+	})
 	return j, nil
 }
 

@@ -15,7 +15,7 @@ func (s *Server) startBackground(w http.ResponseWriter, r *http.Request, o *resp
 	}
 	j := o.j
 	ctx, cancel := context.WithCancel(s.bgCtx)
-	queued := storedResponse{body: o.objectJSON("queued"), history: o.history, cancel: cancel, cancelled: o.objectJSON("cancelled")}
+	queued := storedResponse{body: o.objectJSON("queued"), history: o.history, turn: o.turn(0), cancel: cancel, cancelled: o.objectJSON("cancelled")}
 	s.store.put(j.respID, queued)
 	if !s.goBackground(func() {
 		defer cancel()
