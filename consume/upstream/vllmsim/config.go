@@ -16,6 +16,10 @@ type Config struct {
 	TTFT time.Duration
 	// ITL is the time between tokens. Default 20ms; negative means 0.
 	ITL time.Duration
+	// PrefillPerToken is the prefill time of each prompt token not found
+	// in the prefix cache (every prompt token when the cache is off): it
+	// is added to TTFT before the load factor. Default 0 (negative too).
+	PrefillPerToken time.Duration
 	// MaxNumSeqs is how many requests run at once; more wait in FIFO
 	// order and count in num_requests_waiting. Default 256.
 	MaxNumSeqs int
@@ -69,7 +73,7 @@ func (c Config) withDefaults() Config {
 	if c.ITL == 0 {
 		c.ITL = 20 * time.Millisecond
 	}
-	c.TTFT, c.ITL = max(c.TTFT, 0), max(c.ITL, 0)
+	c.TTFT, c.ITL, c.PrefillPerToken = max(c.TTFT, 0), max(c.ITL, 0), max(c.PrefillPerToken, 0)
 	if c.MaxNumSeqs <= 0 {
 		c.MaxNumSeqs = 256
 	}

@@ -1,6 +1,7 @@
 package vllmsim
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -83,10 +84,10 @@ func TestTimeFactorNonStreamed(t *testing.T) {
 	})
 }
 
-func TestTimeFactorFlag(t *testing.T) {
+func TestLoadFlags(t *testing.T) {
 	var out strings.Builder
-	cfg, _, err := parseFlags([]string{"--time-factor-under-load", "2.5", "--max-num-seqs", "8"}, &out)
-	if err != nil || cfg.TimeFactorUnderLoad != 2.5 || cfg.MaxNumSeqs != 8 {
+	cfg, _, err := parseFlags([]string{"--time-factor-under-load", "2.5", "--max-num-seqs", "8", "--prefill-per-token", "200us"}, &out)
+	if err != nil || cfg.TimeFactorUnderLoad != 2.5 || cfg.MaxNumSeqs != 8 || cfg.PrefillPerToken != 200*time.Microsecond {
 		t.Fatalf("cfg %+v, %v", cfg, err)
 	}
 	for _, bad := range []string{"0.5", "NaN", "+Inf"} {
@@ -95,4 +96,48 @@ func TestTimeFactorFlag(t *testing.T) {
 			t.Errorf("%s: error %v", bad, err)
 		}
 	}
+}
+
+// TTFT = --ttft + uncached prompt tokens × --prefill-per-token: turn 1
+// (50 tokens, none cached) waits 100 + 50 ms, turn 2 (61 tokens, 48
+// cached) 100 + 13 ms.
+func TestPrefillPerToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{PrefixCacheTokens: 1024, PrefillPerToken: time.Millisecond, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond})
+		sys, user1 := [2]string{"system", words("s", 40)}, [2]string{"user", words("u", 10)}
+		turn1 := strings.Replace(chatMessages(sys, user1), `"max_tokens":4`, `"max_tokens":2,"stream":true`, 1)
+		turn2 := strings.Replace(chatMessages(sys, user1, [2]string{"assistant", "tok0 tok1"}, [2]string{"user", words("v", 9)}),
+			`"max_tokens":4`, `"max_tokens":2,"stream":true`, 1)
+		for i, c := range []struct {
+			body string
+			want []time.Duration
+		}{
+			{turn1, ms(150, 150, 160, 160, 160)}, // role, tok0, tok1, finish, [DONE]
+			{turn2, ms(113, 113, 123, 123, 123)},
+		} {
+			t0 := time.Now()
+			rec := serve(t.Context(), s, "POST", "/v1/chat/completions", c.body, nil)
+			if got := writeTimes(rec, t0); !equalDurations(got, c.want) {
+				t.Errorf("turn %d: writes at %v, want %v", i+1, got, c.want)
+			}
+		}
+	})
+}
+
+// The prefill counts every prompt token when the cache is off, and the
+// load factor applies to the whole TTFT: with F = 3 and a full batch of
+// two, (100 + 50·1 ms)·3.
+func TestPrefillTimesLoadFactor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{MaxNumSeqs: 2, TimeFactorUnderLoad: 3, PrefillPerToken: time.Millisecond, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go serve(ctx, s, "POST", "/v1/completions", `{"prompt":"a","max_tokens":100}`, nil)
+		synctest.Wait()
+		t0 := time.Now()
+		rec := serve(t.Context(), s, "POST", "/v1/completions", `{"prompt":`+quote(words("p", 50))+`,"max_tokens":1}`, nil)
+		if d := time.Since(t0); d != 450*time.Millisecond || rec.Code != 200 {
+			t.Fatalf("took %v (status %d), want 450ms", d, rec.Code)
+		}
+	})
 }

@@ -21,8 +21,9 @@ type seq struct {
 }
 
 // begin takes a running slot for j, waiting in FIFO order, looks its
-// prompt up in the prefix cache and schedules its first token TTFT from
-// now, stretched by the load factor. It fails only when ctx is done,
+// prompt up in the prefix cache and schedules its first token after
+// TTFT plus the prefill of its uncached prompt tokens, stretched by the
+// load factor. It fails only when ctx is done,
 // and then reports whether j was still queued.
 func (s *Server) begin(ctx context.Context, j *job) (q *seq, queued bool, err error) {
 	if queued, err := s.acquire(ctx); err != nil {
@@ -31,6 +32,7 @@ func (s *Server) begin(ctx context.Context, j *job) (q *seq, queued bool, err er
 	ttft, itl := s.latency()
 	q = &seq{s: s, j: j, itl: itl}
 	q.lookup()
+	ttft += time.Duration(j.promptTokens-j.cachedTokens) * s.cfg.PrefillPerToken
 	q.next = time.Now().Add(scale(ttft, s.loadFactor()))
 	return q, false, nil
 }

@@ -29,13 +29,13 @@ type job struct {
 	includeUsage bool
 	body         []byte // the raw request, which Config.Faults rules match
 	out          renderer
-	instant      bool // takes no running slot, no time and no prefill (tokenize)
+	instant      bool   // takes no running slot, no time and no prefill (tokenize)
+	contentType  string // of a non-streamed body; empty: application/json
 
 	// The prefix cache's view of the prompt (set only when it is on).
 	cacheable    bool     // a generation request: its prompt is looked up and counted
 	blocks       []uint64 // chained hashes of the prompt's leading full blocks
 	cachedTokens int      // prompt tokens found in the cache when it started running
-	contentType  string   // of a non-streamed body; empty: application/json
 }
 
 type wireRequest struct {
