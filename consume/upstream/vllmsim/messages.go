@@ -132,8 +132,15 @@ func writeAnthropicError(w http.ResponseWriter, e *apiError) {
 	fmt.Fprintf(w, `{"type":"error","error":{"type":%s,"message":%s}}`, quote(anthropicErrorType(e.status)), quote(e.msg))
 }
 
+// usage is Anthropic's usage object. With the prefix cache on, it counts
+// cached prompt tokens apart, as Anthropic does: input_tokens +
+// cache_read_input_tokens is the prompt.
 func (o messagesOut) usage(output int) string {
-	return `{"input_tokens":` + strconv.Itoa(o.j.promptTokens) + `,"output_tokens":` + strconv.Itoa(output) + `}`
+	if !o.j.cacheable {
+		return `{"input_tokens":` + strconv.Itoa(o.j.promptTokens) + `,"output_tokens":` + strconv.Itoa(output) + `}`
+	}
+	return `{"input_tokens":` + strconv.Itoa(o.j.promptTokens-o.j.cachedTokens) + `,"cache_read_input_tokens":` +
+		strconv.Itoa(o.j.cachedTokens) + `,"output_tokens":` + strconv.Itoa(output) + `}`
 }
 
 func (o messagesOut) head() []frame {

@@ -242,8 +242,8 @@ func (o *responsesOut) object(status string) *responseObject {
 	}
 	if status == "completed" {
 		r.Output = []outputMessage{o.message("completed", completionText(j.maxTokens))}
-		r.Usage = &responseUsage{InputTokens: j.promptTokens, OutputTokens: j.maxTokens,
-			TotalTokens: j.promptTokens + j.maxTokens}
+		r.Usage = &responseUsage{InputTokens: j.promptTokens, InputTokensDetails: cachedTokens{j.cachedTokens},
+			OutputTokens: j.maxTokens, TotalTokens: j.promptTokens + j.maxTokens}
 	}
 	return r
 }
