@@ -9,7 +9,10 @@ import (
 
 // metrics serves GET /metrics in the Prometheus text format, with vLLM's
 // metric names, labelled with the first model name. Without SetLoad,
-// kv_cache_usage_perc is running/MaxNumSeqs.
+// kv_cache_usage_perc is running/MaxNumSeqs with the prefix cache off;
+// with it on, the share of its blocks in use: cached ones (held by a
+// running request or not) plus those running requests hold outside it,
+// at most 1.
 func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	st := s.Stats()
 	s.mu.Lock()
@@ -17,6 +20,9 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Unlock()
 	running, waiting := float64(st.Running), float64(st.Waiting)
 	kv := running / float64(s.cfg.MaxNumSeqs)
+	if s.cache != nil {
+		kv = s.cache.usage()
+	}
 	if load != nil {
 		running, waiting, kv = load.Running, load.Waiting, load.KVCache
 	}

@@ -1,12 +1,14 @@
 package vllmsim
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // words is n distinct words with the given stem: "a0 a1 ...".
@@ -179,4 +181,67 @@ func TestPrefixCacheFlag(t *testing.T) {
 	if s := New(Config{PrefixCacheTokens: 15}); s.cache != nil {
 		t.Fatal("a cache smaller than a block is on")
 	}
+}
+
+// kvUsage is the kv_cache_usage_perc line's value.
+func kvUsage(t *testing.T, s *Server) string {
+	t.Helper()
+	const name = `vllm:kv_cache_usage_perc{model_name="sim-model"} `
+	text := metricsText(t, s)
+	i := strings.Index(text, "\n"+name)
+	if i < 0 {
+		t.Fatalf("no kv_cache_usage_perc in %s", text)
+	}
+	v, _, _ := strings.Cut(text[i+1+len(name):], "\n")
+	return v
+}
+
+// With the cache on, kv_cache_usage_perc is (cached blocks + blocks
+// running requests hold outside the cache) / capacity, capped at 1: a
+// 33-token prompt holds 3 blocks while it prefills, 2 of them cached
+// once its first token is out, a 4th from its 16th token (49 tokens);
+// two requests sharing the cached 2 blocks count them once.
+func TestKVCacheUsageFollowsCacheAndBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{PrefixCacheTokens: 160, TTFT: 100 * time.Millisecond, ITL: 10 * time.Millisecond})
+		body := `{"prompt":` + quote(words("a", 33)) + `,"max_tokens":20,"stream":true}`
+		t0 := time.Now()
+		done := make(chan struct{})
+		go func() {
+			serve(t.Context(), s, "POST", "/v1/completions", body, nil)
+			close(done)
+		}()
+		for _, step := range []struct {
+			at   int // ms after t0
+			want string
+		}{{0, "0.3"}, {105, "0.3"}, {245, "0.3"}, {255, "0.4"}} {
+			time.Sleep(t0.Add(time.Duration(step.at)*time.Millisecond).Sub(time.Now()))
+			synctest.Wait()
+			if got := kvUsage(t, s); got != step.want {
+				t.Errorf("at %d ms: kv usage %s, want %s", step.at, got, step.want)
+			}
+		}
+		<-done // at 290 ms
+		if got := kvUsage(t, s); got != "0.2" {
+			t.Errorf("idle: kv usage %s, want 0.2 (the cached 2 blocks)", got)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		for range 2 {
+			go serve(ctx, s, "POST", "/v1/completions", body, nil)
+		}
+		synctest.Wait()
+		if got := kvUsage(t, s); got != "0.4" {
+			t.Errorf("two sharing: kv usage %s, want 0.4", got)
+		}
+		go serve(ctx, s, "POST", "/v1/completions", `{"prompt":`+quote(words("b", 200))+`,"max_tokens":1}`, nil)
+		synctest.Wait()
+		if got := kvUsage(t, s); got != "1" {
+			t.Errorf("over capacity: kv usage %s, want 1", got)
+		}
+		cancel()
+		synctest.Wait()
+		if got := kvUsage(t, s); got != "0.2" {
+			t.Errorf("after aborts: kv usage %s, want 0.2", got)
+		}
+	})
 }
