@@ -215,7 +215,7 @@ func TestKVCacheUsageFollowsCacheAndBatch(t *testing.T) {
 			at   int // ms after t0
 			want string
 		}{{0, "0.3"}, {105, "0.3"}, {245, "0.3"}, {255, "0.4"}} {
-			time.Sleep(t0.Add(time.Duration(step.at)*time.Millisecond).Sub(time.Now()))
+			time.Sleep(t0.Add(time.Duration(step.at) * time.Millisecond).Sub(time.Now()))
 			synctest.Wait()
 			if got := kvUsage(t, s); got != step.want {
 				t.Errorf("at %d ms: kv usage %s, want %s", step.at, got, step.want)
