@@ -1,6 +1,9 @@
 package vllmsim
 
-import "sync"
+import (
+	"math"
+	"sync"
+)
 
 // BlockSize is the prefix cache's block, in tokens (vLLM's default).
 const BlockSize = 16
@@ -38,8 +41,10 @@ type cacheNode struct {
 	prev, next int32 // LRU neighbours while refs == 0, -1 at the ends
 }
 
+// newPrefixCache returns a cache of tokens/BlockSize blocks (at most
+// MaxInt32, the reach of a slot index); its memory grows with use.
 func newPrefixCache(tokens int) *prefixCache {
-	return &prefixCache{capacity: tokens / BlockSize, index: make(map[uint64]int32), head: -1, tail: -1}
+	return &prefixCache{capacity: min(tokens/BlockSize, math.MaxInt32), index: make(map[uint64]int32), head: -1, tail: -1}
 }
 
 // lookup pins the longest run of leading blocks of hashes found in the
