@@ -2,6 +2,8 @@ package vllmsim
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -57,4 +59,34 @@ func FuzzPromptKey(f *testing.F) {
 			check("completion", n, func(h *blockHasher) { h.prompt(req.Prompt) })
 		}
 	})
+}
+
+// BenchmarkPromptKey is the prefix cache's cost per chat request with a
+// 1,000-word system prompt and five 30-word turns (1,150 tokens, 71
+// blocks): laying the prompt out and hashing it, then the lookup.
+func BenchmarkPromptKey(b *testing.B) {
+	msgs := []string{`{"role":"system","content":` + quote(words("s", 1000)) + `}`}
+	for i := range 5 {
+		msgs = append(msgs, `{"role":"user","content":`+quote(words("u"+strconv.Itoa(i)+"_", 20))+`}`,
+			`{"role":"assistant","content":`+quote(words("tok", 10))+`}`)
+	}
+	var req wireRequest
+	if err := json.Unmarshal([]byte(`{"messages":[`+strings.Join(msgs, ",")+`]}`), &req); err != nil {
+		b.Fatal(err)
+	}
+	n, _ := messageWords(req.Messages)
+	s := New(Config{PrefixCacheTokens: 1 << 20})
+	j := &job{promptTokens: n}
+	s.keyPrompt(j, func(h *blockHasher) { h.messages(req.Messages) })
+	s.cache.insert(j.blocks, 0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		j := &job{promptTokens: n}
+		s.keyPrompt(j, func(h *blockHasher) { h.messages(req.Messages) })
+		if hit := s.cache.lookup(j.blocks); hit != len(j.blocks) {
+			b.Fatalf("hit %d of %d", hit, len(j.blocks))
+		}
+		s.cache.release(j.blocks)
+	}
 }
