@@ -15,14 +15,15 @@ import (
 // prompt boundary). Markers change which blocks match, never a count, so
 // cached tokens never exceed prompt_tokens.
 
-// Marker kinds; each item hashed is a kind byte, a length and its bytes,
-// so no two different item sequences hash the same bytes.
+// Item kinds: a token, or a marker. Each item hashed is a kind byte, a
+// length and its bytes, so no two different item sequences hash the
+// same bytes.
 const (
 	itemWord  = 'w' // a token
 	itemRole  = 'r' // a message starts, with this role
 	itemTools = 't' // the tools, as compact JSON
 	itemPart  = 'p' // a content part without text, as compact JSON
-	itemNext  = 'n' // the next prompt of a batch, or the instructions' end
+	itemNext  = 'n' // the next prompt of a completion's batch
 )
 
 const (
@@ -85,16 +86,20 @@ func (b *blockHasher) text(s string) {
 	}
 }
 
-// ids hashes token ids as the words that name them ("tok<n>").
+// ids hashes token ids as the words that name them.
 func (b *blockHasher) ids(ids []int) {
-	buf := make([]byte, 0, 24)
 	for _, id := range ids {
 		if b.full() {
 			return
 		}
-		buf = strconv.AppendInt(append(buf[:0], "tok"...), int64(id), 10)
-		b.item(itemWord, string(buf))
+		b.tokenWord(id)
 	}
+}
+
+// tokenWord hashes "tok<n>", the word of token n.
+func (b *blockHasher) tokenWord(n int) {
+	var buf [24]byte
+	b.item(itemWord, string(strconv.AppendInt(append(buf[:0], "tok"...), int64(n), 10)))
 }
 
 // raw hashes a JSON value as a marker, compacted so that layout does not
@@ -105,7 +110,7 @@ func (b *blockHasher) raw(kind byte, v json.RawMessage) {
 	}
 	var c bytes.Buffer
 	if json.Compact(&c, v) != nil {
-		return // validated elsewhere; never hash what did not parse
+		return // unreachable: a RawMessage decoded from a body is valid JSON
 	}
 	b.item(kind, c.String())
 }
@@ -211,12 +216,10 @@ func (b *blockHasher) input(raw json.RawMessage) {
 
 // generated hashes a completion of n tokens as the words it has.
 func (b *blockHasher) generated(n int) {
-	buf := make([]byte, 0, 24)
 	for i := range n {
 		if b.full() {
 			return
 		}
-		buf = strconv.AppendInt(append(buf[:0], "tok"...), int64(i), 10)
-		b.item(itemWord, string(buf))
+		b.tokenWord(i)
 	}
 }

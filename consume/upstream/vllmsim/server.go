@@ -30,7 +30,7 @@ type Server struct {
 	promptTokens, genTokens              atomic.Int64
 	prefixQueries, prefixHits            atomic.Int64 // prompt tokens looked up in cache, and found
 
-	cache *prefixCache // nil: prefix caching off
+	cache *prefixCache // nil: prefix caching off; its own lock is never held with mu
 
 	mu       sync.Mutex // guards the fields below
 	ttft     time.Duration
