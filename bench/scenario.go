@@ -28,6 +28,7 @@ var scenarios = []scenario{
 	{"rocketmq", "7. RocketMQ backend", 60 * time.Second, 4 * time.Minute, 0, runRocketMQ},
 	{"rocketmq-scale", "7b. RocketMQ at scale (issue 12)", 4 * time.Minute, 8 * time.Minute, 0, runRocketMQScale},
 	{"fairness", "8. Fair sharing of a saturated pool (issue 10)", 240 * time.Second, 8 * time.Minute, 2 * time.Minute, runFairness},
+	{"prefix", "9. KV-cache-aware routing", 4 * time.Minute, 8 * time.Minute, 0, runPrefix},
 }
 
 func scenarioIDs() []string {

@@ -10,9 +10,8 @@ import (
 // metrics serves GET /metrics in the Prometheus text format, with vLLM's
 // metric names, labelled with the first model name. Without SetLoad,
 // kv_cache_usage_perc is running/MaxNumSeqs with the prefix cache off;
-// with it on, the share of its blocks in use: cached ones (held by a
-// running request or not) plus those running requests hold outside it,
-// at most 1.
+// with it on, the share of its blocks running requests hold, at most 1
+// (cached blocks nobody holds count as free, as vLLM counts them).
 func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	st := s.Stats()
 	s.mu.Lock()
