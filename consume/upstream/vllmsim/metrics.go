@@ -32,8 +32,8 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	metric(&b, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", label, kv)
 	metric(&b, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", label, float64(s.promptTokens.Load()))
 	metric(&b, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", label, float64(s.genTokens.Load()))
-	metric(&b, "vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", label, float64(s.prefixQueries.Load()))
-	metric(&b, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", label, float64(s.prefixHits.Load()))
+	metric(&b, "vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", label, float64(st.PrefixCacheQueries))
+	metric(&b, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", label, float64(st.PrefixCacheHits))
 	if s.cache != nil {
 		info := `{block_size="` + strconv.Itoa(BlockSize) + `",enable_prefix_caching="True",num_gpu_blocks="` + strconv.Itoa(s.cache.capacity) + `"}`
 		metric(&b, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig", info, 1)

@@ -74,6 +74,9 @@ func TestPrefixCacheConversation(t *testing.T) {
 			`vllm:prefix_cache_hits_total{model_name="sim-model"} 48`,
 			`vllm:cache_config_info{block_size="16",enable_prefix_caching="True",num_gpu_blocks="64"} 1`,
 		)
+		if st := s.Stats(); st.PrefixCacheQueries != 172 || st.PrefixCacheHits != 48 {
+			t.Errorf("stats %+v, want 172 tokens queried, 48 hit", st)
+		}
 		if n := s.cache.cached(); n != 3+3 { // turn 1's (turn 2's are the same), the other's
 			t.Errorf("%d blocks cached, want 6", n)
 		}
