@@ -29,7 +29,7 @@ const (
 	pfxTurns       = 6
 	pfxTurnWords   = 30
 	pfxMaxTokens   = 32
-	pfxCacheTokens = 16384 // per replica: one replica's share of the conversations fits, all of them do not
+	pfxCacheTokens = 12288 // per replica: its share of the conversations (8 of ~1,400 tokens) fits, all 32 do not
 )
 
 // pfxSim is the simulated replica: a per-token prefill cost that the
@@ -53,6 +53,7 @@ type pfxResult struct {
 	turns     []pfxTurn
 	perUp     []float64 // requests routed to each replica (through the gateway)
 	errors    int
+	midStream int // errors after the first token
 	completed int
 }
 
@@ -186,6 +187,9 @@ func pfxRun(ctx context.Context, name string, salt uint64, d time.Duration, shar
 		res.turns = append(res.turns, t)
 		if t.err != nil {
 			res.errors++
+			if t.ttft > 0 {
+				res.midStream++
+			}
 			return
 		}
 		res.completed++

