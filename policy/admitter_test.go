@@ -198,7 +198,7 @@ func TestAdmitterRetryAfterExact(t *testing.T) {
 	})
 }
 
-// TestAdmitterRPMIsOneFixedWindow is issue 11: with rpm 2, two requests
+// TestAdmitterRPMIsOneFixedWindow: with rpm 2, two requests
 // at :58 and one at 1:01. rpm is a fixed one-minute window, so the third
 // request starts a new minute and is admitted; the old second RPM check
 // (a sliding log over the same rpm) denied it with RPM_LIMIT while its
