@@ -202,3 +202,16 @@ func TestTokenBucketRefundAndWait(t *testing.T) {
 		t.Fatalf("a refund overfilled the bucket: %+v", d)
 	}
 }
+
+// Sweep drops the buckets that are full again and keeps the others, so
+// that a caller bounding its keys can make room without adding one.
+func TestTokenBucketSweep(t *testing.T) {
+	p := BucketParams{Capacity: 1, Refill: 1}
+	b := NewTokenBucket(p)
+	b.TakeAt(t0, kA, 1, p)
+	b.TakeAt(t0.Add(500*time.Millisecond), Key{Tenant: "b", Model: "m"}, 1, p)
+	b.Sweep(t0.Add(time.Second)) // kA is full again, kB half
+	if b.Len() != 1 || b.WaitAt(t0.Add(time.Second), Key{Tenant: "b", Model: "m"}, 1, p) != 500*time.Millisecond {
+		t.Fatalf("after Sweep: Len %d, kB waits %v; want 1 and 500ms", b.Len(), b.WaitAt(t0.Add(time.Second), Key{Tenant: "b", Model: "m"}, 1, p))
+	}
+}

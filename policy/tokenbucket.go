@@ -92,6 +92,13 @@ func (b *TokenBucket) RefundAt(now time.Time, k Key, cost float64) {
 // Len returns the number of keys currently held.
 func (b *TokenBucket) Len() int { return b.keys.len() }
 
+// Sweep drops the full buckets (which behave as absent ones) among a few
+// entries of every shard at now. Adding a key sweeps its shard already;
+// Sweep is for a caller that bounds its keys and adds none while at the
+// bound, so that the idle ones still make room. It costs one lock per
+// shard.
+func (b *TokenBucket) Sweep(now time.Time) { b.keys.sweepAll(int64(now.Sub(b.epoch))) }
+
 // bucket is one key's token count at time last. It changes only on a
 // spend (or a refund), so that the refill from last is one deterministic
 // function of time and RetryAfter can be exact. Guarded by its owner's

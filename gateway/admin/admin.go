@@ -135,8 +135,9 @@ func (a *api) routes() chi.Router {
 // before its token is looked at (authLimiter).
 func (a *api) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		try, wait := a.tries.reserveAt(a.clock.Now(), sourceOf(r.RemoteAddr))
-		if try == nil {
+		now := a.clock.Now()
+		try, wait := a.tries.reserve(now, sourceOf(r.RemoteAddr))
+		if wait > 0 {
 			w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
 			writeError(w, errTooManyTries)
 			return
@@ -148,7 +149,7 @@ func (a *api) auth(next http.Handler) http.Handler {
 			writeError(w, &apiError{status: http.StatusUnauthorized, msg: "Missing or invalid admin token.", code: "invalid_admin_token"})
 			return
 		}
-		a.tries.refund(try)
+		a.tries.refund(now, try)
 		next.ServeHTTP(w, r)
 	})
 }

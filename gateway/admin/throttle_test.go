@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pacegate/pacegate/policy"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // tryStep is one request at t0+at from src: good says whether its token
 // is right; wantWait is 0 when it may be checked, otherwise how long
-// reserveAt says to wait.
+// reserve says to wait.
 type tryStep struct {
 	at       time.Duration
 	src      string
@@ -25,12 +27,13 @@ type tryStep struct {
 func runTries(t *testing.T, l *authLimiter, steps []tryStep) {
 	t.Helper()
 	for i, s := range steps {
-		b, wait := l.reserveAt(t0.Add(s.at), netip.MustParsePrefix(s.src))
-		if wait != s.wantWait || (b == nil) != (s.wantWait > 0) {
-			t.Fatalf("step %d: reserveAt(t0+%s, %s) = (%v, %s), want wait %s", i, s.at, s.src, b != nil, wait, s.wantWait)
+		now := t0.Add(s.at)
+		k, wait := l.reserve(now, netip.MustParsePrefix(s.src))
+		if wait != s.wantWait {
+			t.Fatalf("step %d: reserve(t0+%s, %s) waits %s, want %s", i, s.at, s.src, wait, s.wantWait)
 		}
-		if b != nil && s.good {
-			l.refund(b)
+		if wait == 0 && s.good {
+			l.refund(now, k)
 		}
 	}
 }
@@ -71,7 +74,7 @@ func TestAuthLimiterConcurrent(t *testing.T) {
 	src := netip.MustParsePrefix(srcA)
 	passed := make(chan bool, 100)
 	for range 100 {
-		go func() { b, _ := l.reserveAt(t0, src); passed <- b != nil }()
+		go func() { _, wait := l.reserve(t0, src); passed <- wait == 0 }()
 	}
 	n := 0
 	for range 100 {
@@ -90,33 +93,34 @@ func TestAuthLimiterBounded(t *testing.T) {
 	l := newAuthLimiter(2, 10*time.Second, 50)
 	src := func(i int) netip.Prefix { return netip.MustParsePrefix(fmt.Sprintf("10.0.%d.%d/32", i/256, i%256)) }
 	for i := range 1000 { // one wrong token each: all busy for 10 s
-		if b, _ := l.reserveAt(t0, src(i)); b == nil {
+		if _, wait := l.reserve(t0, src(i)); wait > 0 {
 			break // the overflow budget is spent; the table is full
 		}
 	}
-	if n := l.len(); n != 50 {
-		t.Fatalf("%d sources remembered, want 50", n)
+	if n := l.tries.Len(); n != 51 {
+		t.Fatalf("%d entries, want 50 sources and the overflow", n)
 	}
 	// The overflow took two tries (burst 2) and is now spent, for every
 	// new source alike.
 	for i := 1000; i < 1010; i++ {
-		if _, wait := l.reserveAt(t0, src(i)); wait != 10*time.Second {
-			t.Fatalf("new source %d while full: wait %s, want 10s", i, wait)
+		if k, wait := l.reserve(t0, src(i)); wait != 10*time.Second || k != overflowKey {
+			t.Fatalf("new source %d while full: %v waits %s, want the overflow's 10s", i, k, wait)
 		}
 	}
 	// A remembered source keeps its own budget.
-	if b, _ := l.reserveAt(t0, src(0)); b == nil {
-		t.Fatal("a remembered source lost its budget")
+	if k, wait := l.reserve(t0, src(0)); wait != 0 || k.Tenant != src(0).String() {
+		t.Fatalf("a remembered source lost its budget: %v waits %s", k, wait)
 	}
-	// 10 s later every entry is idle: a new source evicts some and gets
+	// 10 s later every entry is idle: a new source evicts them and gets
 	// its own entry.
-	if b, _ := l.reserveAt(t0.Add(10*time.Second), src(2000)); b == nil {
-		t.Fatal("a new source was refused after the entries went idle")
+	later := t0.Add(10 * time.Second)
+	if k, wait := l.reserve(later, src(2000)); wait != 0 || k.Tenant != src(2000).String() {
+		t.Fatalf("a new source after the entries went idle: %v waits %s", k, wait)
 	}
-	if n := l.len(); n > 50 {
+	if n := l.tries.Len(); n > 50 {
 		t.Fatalf("%d sources remembered, want at most 50", n)
 	}
-	if _, ok := l.sources[src(2000)]; !ok {
+	if !l.busy(later, policy.Key{Tenant: src(2000).String()}) {
 		t.Fatal("the new source has no entry of its own")
 	}
 }
