@@ -92,7 +92,7 @@ type Server struct {
 // New returns a Server for cfg, with defaults filled in.
 func New(cfg Config) *Server {
 	cfg = withDefaults(cfg)
-	s := &Server{cfg: cfg, cut: make(chan struct{}), affinity: newAffinity(cfg.AffinitySize, cfg.AffinityTTL, time.Now)}
+	s := &Server{cfg: cfg, cut: make(chan struct{}), affinity: newAffinity(cfg.AffinitySize, cfg.AffinityTTL)}
 	s.router = s.routes()
 	return s
 }
