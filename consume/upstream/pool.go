@@ -19,7 +19,6 @@ type Pool struct {
 	cfg    Config
 	client *http.Client
 	log    *slog.Logger
-	now    func() time.Time // a seam for tests; time.Now otherwise
 
 	mu   sync.Mutex // guards ups' mutable fields and next
 	ups  []*upstream
@@ -60,7 +59,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{cfg: cfg, log: cfg.Logger, now: time.Now}
+	p := &Pool{cfg: cfg, log: cfg.Logger}
 	maxConc := 0
 	for _, u := range cfg.Upstreams {
 		models := slices.Clone(u.Models)
@@ -101,7 +100,7 @@ func (p *Pool) TryAcquireHeadroom(model string) (consume.Slot, bool) {
 func (p *Pool) acquire(model string, skip *upstream, headroom bool) *slot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now()
+	now := time.Now()
 	var best *upstream
 	n := len(p.ups)
 	for i := range n {
@@ -179,7 +178,7 @@ func (p *Pool) Models() []string {
 func (p *Pool) Free(model string) (free, total int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now()
+	now := time.Now()
 	for _, u := range p.ups {
 		if u.available(now) && u.serves(model) {
 			total += u.max
