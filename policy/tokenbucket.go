@@ -13,8 +13,7 @@ import (
 // full buckets (indistinguishable from new ones) are dropped by a sweep of
 // a few entries per call. Make it with [NewTokenBucket].
 type TokenBucket struct {
-	clock  Clock
-	epoch  time.Time
+	epoch  time.Time    // time line origin: states keep int64 ns since epoch
 	params BucketParams // for the fixed-parameter form
 	keys   store[bucket]
 }
@@ -28,15 +27,11 @@ type BucketParams struct {
 }
 
 // NewTokenBucket returns a keyed bucket whose fixed-parameter form uses p.
-func NewTokenBucket(p BucketParams, opts ...LimiterOption) *TokenBucket {
-	o := buildOptions(opts)
-	b := &TokenBucket{clock: o.clock, epoch: o.clock.Now(), params: p}
+func NewTokenBucket(p BucketParams) *TokenBucket {
+	b := &TokenBucket{epoch: time.Now(), params: p}
 	b.keys.init(numShards, func(s *bucket, now int64) bool { return s.full(now) })
 	return b
 }
-
-// Allow implements [Limiter.Allow].
-func (b *TokenBucket) Allow(k Key) Decision { return b.AllowAt(b.clock.Now(), k) }
 
 // AllowAt implements [Limiter.AllowAt]: cost 1 with the construction
 // parameters.
