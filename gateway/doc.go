@@ -14,7 +14,7 @@
 //
 // Every request first passes three chi-style middleware (middleware.go):
 // its id, its access log line (written even when the handler panics) and
-// the recoverer that turns a panic into a 500 in the path's error shape.
+// the recoverer that turns a panic into a 500 error body.
 //
 // A request's life reads straight down the handler (generate.go):
 //
