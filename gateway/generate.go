@@ -22,7 +22,7 @@ type exchange struct {
 	adm      policy.Admission
 	pending  *consume.Pending
 	ctx      context.Context
-	log      *logInfo
+	log      *accessEntry
 
 	firstByte time.Time
 	tally     consume.Tally // the response's usage, in the route's shape
@@ -82,8 +82,8 @@ func (s *Server) admit(r *http.Request, rt *route) (*exchange, *APIError) {
 	if e != nil {
 		return nil, e
 	}
-	li := infoFrom(r.Context())
-	li.tenant, li.model = tenant.ID, req.Model
+	log := accessEntryFrom(r.Context())
+	log.tenant, log.model = tenant.ID, req.Model
 	if rt.kind != kindFollowUp && !s.serves(req.Model) {
 		return nil, errModelNotFound(req.Model)
 	}
@@ -94,8 +94,8 @@ func (s *Server) admit(r *http.Request, rt *route) (*exchange, *APIError) {
 		}
 		req.Upstream = p.upstream
 	}
-	x := &exchange{id: li.id, rt: rt, tenant: tenant, key: policy.Key{Tenant: tenant.ID, Model: req.Model},
-		req: req, admitted: time.Now(), log: li, tally: consume.Tally{Shape: rt.shape}}
+	x := &exchange{id: requestIDFrom(r.Context()), rt: rt, tenant: tenant, key: policy.Key{Tenant: tenant.ID, Model: req.Model},
+		req: req, admitted: time.Now(), log: log, tally: consume.Tally{Shape: rt.shape}}
 	x.adm = s.cfg.Admitter.Admit(tenant, req.Model, s.reservation(rt, req))
 	if !x.adm.Allowed {
 		return x, rateLimitError(x)

@@ -11,7 +11,7 @@ import (
 // it again.
 func (p *Pool) markDown(u *upstream, cause error) {
 	p.mu.Lock()
-	now := p.now()
+	now := time.Now()
 	u.errors++
 	if !u.healthy && now.Before(u.downUntil) {
 		p.mu.Unlock()

@@ -65,16 +65,6 @@ func mustAcquire(t *testing.T, p *Pool, model string) consume.Slot {
 	return s
 }
 
-// manualClock is a clock tests step by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *manualClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-
 func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {

@@ -23,7 +23,6 @@ type Pool struct {
 	cfg    Config
 	client *http.Client
 	log    *slog.Logger
-	now    func() time.Time // a seam for tests; time.Now otherwise
 
 	mu   sync.Mutex // guards ups' mutable fields and next
 	ups  []*upstream
@@ -84,7 +83,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{cfg: cfg, log: cfg.Logger, now: time.Now}
+	p := &Pool{cfg: cfg, log: cfg.Logger}
 	maxConc := 0
 	cacheTokens := make([]int64, 0, len(cfg.Upstreams))
 	for i, u := range cfg.Upstreams {
@@ -130,7 +129,7 @@ func (p *Pool) TryAcquireHeadroom(model string) (consume.Slot, bool) {
 func (p *Pool) acquire(model string, skip *upstream, headroom bool) *slot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now()
+	now := time.Now()
 	var best *upstream
 	n := len(p.ups)
 	for i := range n {
@@ -225,7 +224,7 @@ func (p *Pool) Models() []string {
 func (p *Pool) Free(model string) (free, total int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now()
+	now := time.Now()
 	for _, u := range p.ups {
 		if u.available(now) && u.serves(model) {
 			total += u.limit(false)

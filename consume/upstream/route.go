@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"sync"
+	"time"
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/consume/upstream/prefix"
@@ -72,7 +73,7 @@ var matchBufs = sync.Pool{New: func() any { b := make([]int, 0, 64); return &b }
 // blocks (matched, by upstream id), then the least loaded, then from.
 // Requires Pool.mu held.
 func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool) (*upstream, string) {
-	now := p.now()
+	now := time.Now()
 	var buf [64]*upstream // the candidates; on the stack for pools of up to 64
 	cands := buf[:0]
 	total, longest := 0, 0

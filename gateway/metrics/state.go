@@ -69,7 +69,6 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 type stateCollector struct {
 	cfg    Config
 	models *labelSet
-	now    func() time.Time // time.Now; a field for tests
 
 	mu     sync.Mutex // guards the aggregate cache; held during a recompute so concurrent scrapes share it
 	aggs   map[string]modelAgg
@@ -92,9 +91,6 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements [prometheus.Collector].
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now()
-	if c.now != nil {
-		now = c.now()
-	}
 	if c.cfg.Buckets != nil {
 		c.collectBuckets(ch, now)
 	}

@@ -199,7 +199,9 @@ type Control struct {
 
 // LimitsSpec is a partial set of limits: a nil field is "not set here"
 // and inherits (model > tenant > defaults > built-in), which is why the
-// fields are pointers: an explicit 0 differs from unset.
+// fields are pointers: an explicit 0 differs from unset. It is the file's
+// spelling of a [policy.Override], field for field (the conversion in
+// override keeps the two in step): policy checks and applies it.
 type LimitsSpec struct {
 	RPM     *int64         `yaml:"rpm"`      // requests per minute; 0 = no cap
 	TPM     *int64         `yaml:"tpm"`      // tokens per minute; 0 = no cap

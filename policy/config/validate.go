@@ -152,18 +152,10 @@ func (c *Control) validate(p *problems) {
 	positive(p, "control.increase", c.Increase)
 }
 
-// validate checks the fields that are set; path is the LimitsSpec's own.
+// validate checks the fields that are set, by policy's rules
+// ([policy.Override.Check]); path is the LimitsSpec's own.
 func (l *LimitsSpec) validate(p *problems, path string) {
-	nonNegative(p, path+".rpm", l.RPM)
-	nonNegative(p, path+".tpm", l.TPM)
-	nonNegative(p, path+".burst", l.Burst)
-	if l.Rate != nil && !(*l.Rate > 0) { // !(>0) also catches NaN
-		p.add(path+".rate", "must be > 0")
-	}
-	nonNegative(p, path+".backlog", l.Backlog)
-	if l.MaxWait != nil && *l.MaxWait <= 0 {
-		p.add(path+".max_wait", "must be > 0")
-	}
+	l.override().Check(func(field, problem string) { p.add(path+"."+field, "%s", problem) })
 }
 
 // validateOrgs returns the set of org ids.
@@ -177,12 +169,8 @@ func validateOrgs(p *problems, orgs []Org) map[string]bool {
 			}
 			ids[o.ID] = true
 		}
-		if o.RPM < 0 {
-			p.add(path+".rpm", "must be >= 0")
-		}
-		if o.TPM < 0 {
-			p.add(path+".tpm", "must be >= 0")
-		}
+		caps := LimitsSpec{RPM: &o.RPM, TPM: &o.TPM}
+		caps.validate(p, path)
 	}
 	return ids
 }
