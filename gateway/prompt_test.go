@@ -92,3 +92,20 @@ func FuzzPromptChain(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkPromptChain is the gateway's work per generation request for
+// prefix routing: a 6-turn chat with a 1,000-word system prompt (~8 KB).
+func BenchmarkPromptChain(b *testing.B) {
+	msgs := []map[string]string{{"role": "system", "content": strings.Repeat("wordy ", 1000)}}
+	for i := range 6 {
+		msgs = append(msgs, map[string]string{"role": "user", "content": strings.Repeat("question ", 30)},
+			map[string]string{"role": "assistant", "content": strings.Repeat("answer ", 32+i)})
+	}
+	body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs})
+	fields := fieldsOf(b, string(body))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		promptChain(chatPrompt, fields, "m", 1<<16)
+	}
+}
