@@ -28,7 +28,7 @@ const (
 	pfxSystemWords = 1000 // each conversation's own system prompt
 	pfxTurns       = 6
 	pfxTurnWords   = 30
-	pfxMaxTokens   = 32
+	pfxMaxTokens   = 32 // the mean: each answer is 16 to 48 tokens
 	pfxCacheTokens = 12288 // per replica: its share of the conversations (8 of ~1,400 tokens) fits, all 32 do not
 )
 
@@ -102,7 +102,11 @@ func pfxConversation(ctx context.Context, c *http.Client, w int, salt uint64, sh
 		msgs := []map[string]string{{"role": "system", "content": system}}
 		for turn := range pfxTurns {
 			msgs = append(msgs, map[string]string{"role": "user", "content": words(seed<<8|uint64(turn), pfxTurnWords)})
-			body, _ := json.Marshal(map[string]any{"model": simModel, "stream": true, "max_tokens": pfxMaxTokens,
+			// Answers of one length make the closed loop run in lockstep,
+			// and least outstanding then sends most turns back where the
+			// last one went by accident; real answers vary.
+			answer := pfxMaxTokens/2 + int(seed>>3+uint64(turn)*7919)%(pfxMaxTokens+1)
+			body, _ := json.Marshal(map[string]any{"model": simModel, "stream": true, "max_tokens": answer, "ignore_eos": true,
 				"stream_options": map[string]bool{"include_usage": true}, "messages": msgs})
 			t := pfxPost(ctx, c, url(w), fmt.Sprintf("sk-t%d", w), body)
 			t.turn = turn
@@ -113,7 +117,7 @@ func pfxConversation(ctx context.Context, c *http.Client, w int, salt uint64, sh
 			if t.err != nil {
 				break // a failed conversation starts over
 			}
-			msgs = append(msgs, map[string]string{"role": "assistant", "content": words(uint64(turn), pfxMaxTokens)})
+			msgs = append(msgs, map[string]string{"role": "assistant", "content": words(seed<<8|uint64(turn), answer)})
 		}
 	}
 }
@@ -150,7 +154,7 @@ func pfxRead(r io.Reader, start time.Time, t pfxTurn) pfxTurn {
 		switch {
 		case ok && bytes.HasPrefix(data, []byte("[DONE]")):
 			return t
-		case ok && t.ttft == 0 && bytes.Contains(data, contentMark):
+		case ok && t.ttft == 0 && hasContent(data):
 			t.ttft = time.Since(start)
 		case ok && bytes.Contains(data, []byte(`"usage":{`)):
 			var u struct {
@@ -175,6 +179,13 @@ func pfxRead(r io.Reader, start time.Time, t pfxTurn) pfxTurn {
 			return t
 		}
 	}
+}
+
+// hasContent reports whether a chat chunk carries generated text (the
+// role chunk's content is empty), whatever the server's words.
+func hasContent(data []byte) bool {
+	_, rest, ok := bytes.Cut(data, []byte(`"content":"`))
+	return ok && len(rest) > 0 && rest[0] != '"'
 }
 
 // pfxRun runs the workload for d against url(w) and collects it.

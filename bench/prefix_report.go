@@ -15,7 +15,8 @@ func runPrefix(ctx context.Context, e *env, res *ScenarioResult) error {
 	d := time.Duration(e.pick(20, 45)) * time.Second
 	res.Setup = fmt.Sprintf("%d replicas of vllmsim with a prefix cache of %d tokens each (16-token blocks, LRU), TTFT 10 ms + 0.2 ms "+
 		"per uncached prompt token, ITL 5 ms, max-num-seqs 16, time factor under load 2. %d concurrent multi-turn conversations "+
-		"(one tenant each), each with its own %d-word system prompt, %d turns of %d new words, %d output tokens, streamed; a "+
+		"(one tenant each), each with its own %d-word system prompt, %d turns of %d new words, %d output tokens on average "+
+		"(16 to 48: answers of one length put the closed loop in lockstep), streamed; a "+
 		"conversation that ends starts a new one. %s per case. pacegate at its defaults (no max_concurrency, no fairness "+
 		"settings) with routing.policy as named; the hit ratio is cached over prompt tokens as the replicas reported them in usage.",
 		pfxReplicas, pfxCacheTokens, pfxWorkers, pfxSystemWords, pfxTurns, pfxTurnWords, pfxMaxTokens, d)
