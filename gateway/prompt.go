@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/pacegate/pacegate/consume/upstream/prefix"
@@ -46,39 +45,45 @@ func promptChain(parts []promptPart, fields map[string]json.RawMessage, model st
 	return b.Chain()
 }
 
-// message is what routing reads of a message or input item.
+// message is what routing reads of a message or input item: its role
+// and content, or for a Responses item without them (a tool call or its
+// output) what the model reads of it.
 type message struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	Type      string          `json:"type"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
 }
 
-// writeMessages renders a list of messages as role and content each;
-// an item with neither (a tool call or its output in Responses) is
-// written as it came, and anything but a list (a string input) too.
-// Once the builder is full, the rest is only measured.
+// writeMessages renders a list of messages as role and content each (a
+// tool call as its type, name, arguments and output), and anything but a
+// list of objects (a string input) as it came. It stops at the first
+// item the builder has no room for; the rest is only measured.
 func writeMessages(b *prefix.Builder, raw json.RawMessage) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+	var msgs []message
+	if json.Unmarshal(raw, &msgs) != nil {
 		b.Write(raw)
 		return
 	}
-	for dec.More() {
+	start := b.Chain().Bytes
+	for _, m := range msgs {
 		if b.Full() {
-			b.Skip(len(raw) - int(dec.InputOffset()))
+			b.Skip(len(raw) - (b.Chain().Bytes - start))
 			return
 		}
-		var item json.RawMessage
-		if dec.Decode(&item) != nil {
-			return
+		if m.Role == "" && m.Content == nil {
+			b.WriteString(m.Type)
+			b.WriteString(":")
+			b.WriteString(m.Name)
+			b.WriteString(m.Arguments)
+			b.Write(m.Output)
+		} else {
+			b.WriteString(m.Role)
+			b.WriteString(":")
+			b.Write(m.Content)
 		}
-		var m message
-		if json.Unmarshal(item, &m) != nil || (m.Role == "" && m.Content == nil) {
-			b.Write(item)
-			continue
-		}
-		b.WriteString(m.Role)
-		b.WriteString(":")
-		b.Write(m.Content)
 		b.WriteString("\n")
 	}
 }
