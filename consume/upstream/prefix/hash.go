@@ -39,7 +39,14 @@ func NewBuilder(model string, maxBytes int) *Builder {
 }
 
 // Write adds p to the prompt. It never fails.
-func (b *Builder) Write(p []byte) (int, error) {
+func (b *Builder) Write(p []byte) (int, error) { return write(b, p), nil }
+
+// WriteString adds s to the prompt.
+func (b *Builder) WriteString(s string) (int, error) { return write(b, s), nil }
+
+// write copies p into the block buffer, hashing each block it fills,
+// until the hashed part reaches max; the rest is only counted.
+func write[T string | []byte](b *Builder, p T) int {
 	n := len(p)
 	b.seen += n
 	for len(p) > 0 && b.hashed() < b.max {
@@ -50,22 +57,7 @@ func (b *Builder) Write(p []byte) (int, error) {
 			b.block()
 		}
 	}
-	return n, nil
-}
-
-// WriteString adds s to the prompt.
-func (b *Builder) WriteString(s string) (int, error) {
-	n := len(s)
-	b.seen += n
-	for len(s) > 0 && b.hashed() < b.max {
-		c := copy(b.buf[b.n:], s)
-		b.n += c
-		s = s[c:]
-		if b.n == BlockBytes {
-			b.block()
-		}
-	}
-	return n, nil
+	return n
 }
 
 // Full reports whether every byte the Builder will hash has been
