@@ -12,8 +12,8 @@ import (
 // the deadline to now+d; release clears it for the connection's next
 // request. A zero d disables it (guardWrites returns w itself).
 //
-// It is not safe for concurrent use: its callers serialize their writes
-// (the sse.Writer's mutex, or the single handler goroutine). Unwrap and
+// It is not safe for concurrent use: the handler's goroutine alone
+// writes the response. Unwrap and
 // FlushError keep http.ResponseController working through it.
 type stallWriter struct {
 	http.ResponseWriter
