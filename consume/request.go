@@ -89,7 +89,8 @@ type Event struct {
 	// did not read it (see [Tally.Observe]).
 	Reading Reading
 	Err     error
-	// At is when the consumer produced the event (for time-to-first-token).
+	// At is when the consumer produced the event (for time-to-first-token);
+	// Send leaves it zero on an EventChunk.
 	At time.Time
 }
 
@@ -147,11 +148,10 @@ func (p *Pending) Events() <-chan Event { return p.events }
 // (into a reused buffer), so the caller may reuse its own; chunks are
 // sent by one goroutine at a time (the upstream call's).
 func (p *Pending) Send(ev Event) error {
-	if ev.At.IsZero() {
-		ev.At = time.Now()
-	}
 	if ev.Kind == EventChunk {
 		ev.Data = p.keep(ev.Data)
+	} else if ev.At.IsZero() {
+		ev.At = time.Now() // a chunk is not stamped: nobody reads it, and it is a clock read per chunk
 	}
 	select {
 	case p.events <- ev:
