@@ -121,16 +121,18 @@ func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 	}
 	t := Table{Title: "Processes: CPU rounds and 1,000 req/s rounds (interleaved)", Header: []string{"round", "kind", "path",
 		"ok / errors", "CPU (ms)", "CPU per request (µs)", "TTFT p50 (ms)", "TTFT p99 (ms)"}}
-	rows := func(kind string, b, p []ohProcRound) {
+	// per is how many rounds make one round of the kind (one per stream
+	// length for the CPU rounds).
+	rows := func(kind string, per int, b, p []ohProcRound) {
 		for i := range min(len(b), len(p)) {
 			for _, r := range []ohProcRound{b[i], p[i]} {
-				t.Rows = append(t.Rows, []string{fmt.Sprint(i + 1), fmt.Sprintf("%s, %d tok", kind, r.tokens), r.path, fmt.Sprintf("%d / %d", r.ok, r.errs),
+				t.Rows = append(t.Rows, []string{fmt.Sprint(i/per + 1), fmt.Sprintf("%s, %d tok", kind, r.tokens), r.path, fmt.Sprintf("%d / %d", r.ok, r.errs),
 					f1(ms(r.cpu)), f1(r.cpuPerReq()), f3(Quantile(r.ttft, 0.5)), f3(Quantile(r.ttft, 0.99))})
 			}
 		}
 	}
-	rows("closed", cpuB, cpuP)
-	rows(fmt.Sprintf("%.0f/s open", float64(ohOpenRate)), openB, openP)
+	rows("closed", len(ohProcTokens), cpuB, cpuP)
+	rows(fmt.Sprintf("%.0f/s open", float64(ohOpenRate)), 1, openB, openP)
 	res.Tables = append(res.Tables, t)
 	res.note("CPU per streamed request = utime+stime of the process (/proc/<pid>/stat, all threads, 10 ms ticks) from just "+
 		"before a round's first request to just after its last one ended, divided by the requests completed in the round; "+
