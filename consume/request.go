@@ -161,8 +161,19 @@ func (p *Pending) Send(ev Event) error {
 	}
 }
 
+// chunkRoom is the room each chunk buffer starts with: the buffers are
+// carved from one allocation at a stream's first chunk, and one that
+// receives a longer chunk grows on its own.
+const chunkRoom = 384
+
 // keep copies a chunk's data into the next of p's chunk buffers.
 func (p *Pending) keep(data []byte) []byte {
+	if p.chunks[0] == nil {
+		slab := make([]byte, chunkBuffers*chunkRoom)
+		for i := range p.chunks {
+			p.chunks[i] = slab[i*chunkRoom : i*chunkRoom : (i+1)*chunkRoom]
+		}
+	}
 	b := append(p.chunks[p.next][:0], data...)
 	p.chunks[p.next] = b
 	p.next = (p.next + 1) % chunkBuffers
