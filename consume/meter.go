@@ -55,11 +55,11 @@ func (m *meter) observe(ev Event) {
 	}
 	switch ev.Kind {
 	case EventBody:
-		if m.tally.Body(ev.Data) {
+		if _, reported := m.tally.Observe(&ev); reported {
 			m.usage(m.tally.Usage, true)
 		}
 	case EventChunk:
-		token, reported := m.tally.Chunk(ev.Name, ev.Data)
+		token, reported := m.tally.Observe(&ev)
 		if reported {
 			m.usage(m.tally.Usage, m.tally.Final)
 			return

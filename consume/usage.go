@@ -64,6 +64,57 @@ type Tally struct {
 	Streamed int64
 }
 
+// Reading is what one streamed event or body says of its response's
+// usage: read once, in the relay's pass over the bytes, and carried on
+// the Event to every reader of the response (the consumer's meter, the
+// gateway's account), which then count without parsing.
+type Reading struct {
+	// Read says the fields below were filled.
+	Read bool
+	// Token: the event is one generated token.
+	Token bool
+	// Reported: it carried usage. Usage and Final are then the totals
+	// and finality after it, in the response's shape.
+	Reported bool
+	Final    bool
+	Usage    Usage
+}
+
+// Read reads one event of the response (an EventChunk or EventBody's
+// name and data) and returns what it says, with t's totals after it.
+func (t *Tally) Read(kind EventKind, name string, data []byte) Reading {
+	r := Reading{Read: true}
+	switch kind {
+	case EventChunk:
+		r.Token, r.Reported = t.Chunk(name, data)
+	case EventBody:
+		r.Reported = t.Body(data)
+	default:
+		return r
+	}
+	if r.Reported {
+		r.Usage, r.Final = t.Usage, t.Final
+	}
+	return r
+}
+
+// Observe counts ev into t: from its Reading when the relay read it,
+// else from its bytes. It reports what Chunk reports.
+func (t *Tally) Observe(ev *Event) (token, reported bool) {
+	r := ev.Reading
+	if !r.Read {
+		r = t.Read(ev.Kind, ev.Name, ev.Data)
+		return r.Token, r.Reported
+	}
+	if r.Token {
+		t.Streamed++
+	}
+	if r.Reported {
+		t.Usage, t.Known, t.Final = r.Usage, true, r.Final
+	}
+	return r.Token, r.Reported
+}
+
 // Chunk reads one streamed event (name is its "event:" field, empty for
 // the OpenAI shape). token says the event is one generated token for the
 // fair-share meter; reported that it carried usage, now in t.Usage.

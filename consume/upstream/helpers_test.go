@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -44,6 +45,7 @@ type recordEvents struct {
 func (r *recordEvents) emit(ev consume.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	ev.Data = bytes.Clone(ev.Data) // valid only during the call
 	r.evs = append(r.evs, ev)
 	return nil
 }
