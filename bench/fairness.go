@@ -31,8 +31,8 @@ const (
 	// answer. Without it a closed-loop light client asks again within a
 	// millisecond of its slot freeing and, in mode poll, takes its own slot
 	// back before the heavy bucket's next 25 ms retry, which hides what
-	// issue 10 is about (its light tenants wait for a slot to free and win
-	// a race of polls).
+	// this scenario measures (light tenants that wait for a slot to free
+	// and must win a race of polls for it).
 	fairThink = 50 * time.Millisecond
 )
 
@@ -95,7 +95,7 @@ type fairPhase struct {
 	Window time.Duration
 }
 
-// fairCase is one row of the issue's table: one gateway config, one or
+// fairCase is one case of the scenario: one gateway config, one or
 // more phases run one after the other on it.
 type fairCase struct {
 	ID, Title string
@@ -121,7 +121,7 @@ func (c fairCase) tenant(id string) fairTenant {
 // the weights; 64-token outputs put one request at 2-4 %.
 const weightsTokens = 64
 
-// fairCases are the issue's cases; window is the measured window of a
+// fairCases are the scenario's cases, one per fairness claim; window is the measured window of a
 // saturated phase (the light "alone" phases get the same). A slot is held
 // for a whole request, so the all-backlogged cases warm up for longer than
 // their longest request and measure over several of them: a window

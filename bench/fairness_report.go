@@ -125,7 +125,7 @@ func fairFiguresOf(cases []fairCase, byCase map[string]map[string]fairWindow) fa
 // the latency ones; every mode's figure is shown beside it.
 const fairJudged = "headroom"
 
-// fairCheck is one target of the issue, checked on the fairJudged run.
+// fairCheck is one claim and its bar, checked on the fairJudged run.
 type fairCheck struct {
 	claim, target, metric string
 	value                 func(f, poll fairFigures) float64

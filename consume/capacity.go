@@ -86,6 +86,10 @@ type capacity struct {
 	// headroom is how many requests of a model may run beyond its
 	// limits, for buckets owed capacity (ConsumerConfig.Headroom).
 	headroom int
+	// guard is true in fair mode: a bucket above its weighted share takes
+	// a slot only while the slots owed to the model's recent buckets
+	// below their share stay free (see [fairshare.Scheduler.Access]).
+	guard bool
 
 	// backlog and pace read a bucket's queued requests and pacing
 	// interval (the Queue's ledger and the Pacer).
@@ -119,6 +123,7 @@ func newCapacity(cfg ConsumerConfig, q *Queue) *capacity {
 	}
 	if c.mode == CapacityFair {
 		c.headroom = cfg.Headroom // the poll mode grants nothing, so has no use for it
+		c.guard = true
 		c.up.OnFree(c.grantFree)
 	}
 	return c
@@ -174,7 +179,7 @@ func (c *capacity) mayTake(k policy.Key, band int) bool {
 // the headroom if need be. With headroom, the decision and the take are
 // made under mu, so that concurrent deliveries see each other's slots.
 func (c *capacity) takeNow(k policy.Key, band int) (Slot, bool) {
-	if c.headroom > 0 {
+	if c.guard {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 	}
@@ -197,7 +202,7 @@ func (c *capacity) takeNow(k policy.Key, band int) (Slot, bool) {
 // [fairshare.Scheduler.Access]); band < 0 means k's band in the wait set.
 // Without headroom every bucket may take a slot within the limits.
 func (c *capacity) access(k policy.Key, band int) fairshare.Access {
-	if c.headroom <= 0 {
+	if !c.guard {
 		return fairshare.AccessLimit
 	}
 	free, total := c.up.Free(k.Model)
@@ -309,10 +314,11 @@ func (c *capacity) release(k policy.Key, gs []*grant) {
 }
 
 // unhold releases a slot taken for k that was not used, and gives back
-// its Hold.
+// its Hold first: the release grants the slot on, and the scheduler's
+// count of what runs must not hold it then.
 func (c *capacity) unhold(k policy.Key, s Slot) {
-	s.Release()
 	c.sched.Unhold(k)
+	s.Release()
 }
 
 // grantFree hands free slots on upstreams serving models to the waiting
@@ -342,7 +348,7 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 			return k, false
 		}
 		s, ok := c.take(k)
-		if !ok && c.headroom > 0 {
+		if !ok && c.guard {
 			k, s, ok = c.grantOwed(k.Model)
 		}
 		if !ok {

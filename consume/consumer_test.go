@@ -39,10 +39,14 @@ func (f *fakeUpstreams) OnFree(fn func([]string)) { f.onFree = fn }
 func (f *fakeUpstreams) Free(string) (int, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.full {
-		return 0, f.limit
+	limit := f.limit
+	if limit == 0 { // no limit: as many slots as anyone could use
+		limit = 1 << 20
 	}
-	return f.limit - f.inUse, f.limit
+	if f.full {
+		return 0, limit
+	}
+	return limit - f.inUse, limit
 }
 func (p fakePacer) Wait(k policy.Key, c float64) time.Duration {
 	return p(k, c)

@@ -137,20 +137,26 @@ func (c *Consumer) invoke(p *Pending, slot Slot, m *meter) {
 		m.observe(ev)
 		return p.Send(ev)
 	}
-	if err := slot.Do(p.Ctx, p.Req, emit); err != nil {
+	err := slot.Do(p.Ctx, p.Req, emit)
+	if u := m.tally.Usage; m.tally.Known && u.Cached {
+		if r, ok := slot.(CacheReporter); ok {
+			r.Cached(p.Req, u.PromptTokens, u.CachedTokens)
+		}
+	}
+	if err != nil {
 		p.Send(Event{Kind: EventError, Err: err})
 		return
 	}
 	p.Send(Event{Kind: EventDone})
 }
 
-// ended records that one request of k left the pool. With headroom, the
+// ended records that one request of k left the pool. In fair mode, the
 // room the gate keeps for buckets below their share depends on how many
 // requests run, which counts this end only now (the slot was released
 // first): a slot it refused a moment ago may be grantable.
 func (c *Consumer) ended(k policy.Key) {
 	c.cfg.Fairness.Done(k, time.Now())
-	if c.cap.headroom > 0 {
+	if c.cap.guard {
 		c.cap.grantFree([]string{k.Model})
 	}
 }

@@ -16,10 +16,13 @@ import (
 
 // simPool is a pool of limit slots plus headroom whose calls take virtual
 // time: a first token after ttft, then one token per itl, then the usage.
-// It counts the tokens it generated for each tenant after from.
+// With slow > 1 the batch slows as it fills, as vLLM's does: a token
+// takes itl × (1 + (slow−1) × running/limit). It counts the tokens it
+// generated for each tenant after from.
 type simPool struct {
 	limit, headroom int
 	ttft, itl       time.Duration
+	slow            float64
 	from            time.Time
 
 	mu     sync.Mutex
@@ -70,7 +73,7 @@ func (s *simSlot) Do(ctx context.Context, req *consume.Request, emit func(consum
 	time.Sleep(s.p.ttft)
 	for i := range n {
 		if i > 0 {
-			time.Sleep(s.p.itl)
+			time.Sleep(s.p.tokenTime())
 		}
 		emit(consume.Event{Kind: consume.EventChunk, Data: []byte(`{"choices":[{"delta":{"content":"x"}}]}`)})
 		if !time.Now().Before(s.p.from) {
@@ -81,6 +84,17 @@ func (s *simSlot) Do(ctx context.Context, req *consume.Request, emit func(consum
 	}
 	usage := fmt.Sprintf(`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":%d,"total_tokens":%d}}`, n, n+1)
 	return emit(consume.Event{Kind: consume.EventChunk, Data: []byte(usage)})
+}
+
+// tokenTime is how long the next token takes at the batch's present size.
+func (p *simPool) tokenTime() time.Duration {
+	if p.slow <= 1 {
+		return p.itl
+	}
+	p.mu.Lock()
+	fill := float64(p.inUse) / float64(p.limit)
+	p.mu.Unlock()
+	return time.Duration(float64(p.itl) * (1 + (p.slow-1)*min(fill, 1)))
 }
 
 // unpaced never makes a bucket wait: the pool is the only limit.
@@ -110,11 +124,27 @@ type simResult struct {
 // first token, 5 ms per token, no cost for a bigger batch) in virtual
 // time, for run, and returns what each got after warm.
 func shareRun(t *testing.T, mode consume.CapacityMode, headroom int, tenants []simTenant, warm, run time.Duration) map[string]*simResult {
+	return simRun(t, simSetup{mode: mode, limit: 8, headroom: headroom, slow: 1}, tenants, warm, run)
+}
+
+// simSetup is the pool and the consumer of a simulated run.
+type simSetup struct {
+	mode            consume.CapacityMode
+	limit, headroom int
+	slow            float64 // see simPool
+}
+
+// simRun plays tenants on the pool of setup (20 ms to the first token,
+// 5 ms per token at an empty batch) in virtual time, for run, and returns
+// what each got after warm.
+func simRun(t *testing.T, setup simSetup, tenants []simTenant, warm, run time.Duration) map[string]*simResult {
 	res := map[string]*simResult{}
+	headroom := setup.headroom
+	mode := setup.mode
 	synctest.Test(t, func(t *testing.T) {
 		from := time.Now().Add(warm)
-		pool := &simPool{limit: 8, headroom: headroom, ttft: 20 * time.Millisecond, itl: 5 * time.Millisecond,
-			from: from, tokens: map[string]int{}}
+		pool := &simPool{limit: setup.limit, headroom: headroom, ttft: 20 * time.Millisecond, itl: 5 * time.Millisecond,
+			slow: setup.slow, from: from, tokens: map[string]int{}}
 		e := embedded.New(embedded.Config{MaxMessages: 1 << 16, Logger: quiet})
 		q := consume.NewQueue(e, "")
 		c := consume.NewConsumer(consume.ConsumerConfig{Queue: q, Pacer: unpaced{}, Upstreams: pool,

@@ -41,8 +41,9 @@ const (
 // stay below total+headroom: that room is kept for a bucket below its
 // share that pauses between requests, so that its next request starts at
 // once instead of waiting for a long generation to end. With headroom 0
-// there is no such guard and every bucket not owed gets AccessLimit: the
-// pool is work-conserving.
+// the kept room is within the limits: the pool is work-conserving except
+// for the slots owed to recent buckets, idle only between their requests
+// (at most DefaultActiveWindow).
 //
 // It takes a pass over the model's buckets when k is not owed.
 func (s *Scheduler) Access(k policy.Key, band, running, total, headroom int, now time.Time) Access {
@@ -60,6 +61,9 @@ func (s *Scheduler) Access(k policy.Key, band, running, total, headroom int, now
 	if band < 0 {
 		band = f.band
 	}
+	// The pool may count a request's end before its Done: the
+	// scheduler's own count is the later of the two.
+	running = max(running, m.busy)
 	sum := s.recentWeight(m, t)
 	if _, known := m.members[f]; !known {
 		sum += f.weight
@@ -67,7 +71,7 @@ func (s *Scheduler) Access(k policy.Key, band, running, total, headroom int, now
 	if band == 0 || !s.higherBandSeen(k.Model, band, t) && owes(f, total, sum) {
 		return headroomIf(running < total+headroom)
 	}
-	if headroom <= 0 || float64(running)+s.owedExcept(m, f, total, sum, t) < float64(total+headroom) {
+	if float64(running)+s.owedExcept(m, f, total, sum, t) < float64(total+headroom) {
 		return AccessLimit
 	}
 	return AccessWait
@@ -89,7 +93,7 @@ func (s *Scheduler) BestOwed(model string, running, total, headroom int, now tim
 	defer s.mu.Unlock()
 	t := now.UnixNano()
 	m := s.models[model]
-	if m == nil || running >= total+headroom {
+	if m == nil || max(running, m.busy) >= total+headroom {
 		return policy.Key{}, false
 	}
 	sum := s.recentWeight(m, t)

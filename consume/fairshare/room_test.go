@@ -35,7 +35,9 @@ func TestAccessKeepsRoomForBucketsBelowTheirShare(t *testing.T) {
 		{"a light bucket below its share takes the headroom", "a", 1, headroom, t0, AccessHeadroom},
 		// 8 running + 6 owed to a, b and c is not below 8 + 2.
 		{"heavy, above its share, waits while the room is owed", "heavy", 1, headroom, t0, AccessWait},
-		{"without headroom the pool is work-conserving", "heavy", 1, 0, t0, AccessLimit},
+		// 8 running + 6 owed is not below 8 either: the owed room is
+		// kept within the limits too.
+		{"without headroom heavy still waits while the room is owed", "heavy", 1, 0, t0, AccessWait},
 		// A window later a, b and c are no longer recent: nothing is owed
 		// to them, and heavy's share is the whole pool, which it runs
 		// already: any slot within the limits, never the headroom.

@@ -40,6 +40,7 @@ type model struct {
 	// flows change, so that a share is O(1) with thousands of buckets.
 	active  float64
 	nActive int
+	busy    int                // the sum of its flows' busy(): requests running or about to
 	members map[*flow]struct{} // the model's flows
 }
 
@@ -389,6 +390,7 @@ func (m *model) leave(f *flow) {
 	}
 	m.nActive--
 	m.active -= f.weight
+	m.busy -= f.busy()
 	if m.nActive == 0 {
 		m.active = 0 // no float residue once nothing is active
 	}
@@ -398,6 +400,7 @@ func (m *model) enter(f *flow) {
 	if f.active() {
 		m.nActive++
 		m.active += f.weight
+		m.busy += f.busy()
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 )
 
 // Start discovers the models of upstreams configured without any, then
-// runs the prober until ctx is done or Close is called. An upstream that
+// runs the prober and reads the upstreams' metrics until ctx is done or
+// Close is called. An upstream that
 // cannot be reached is marked down and retried by the prober; Start
 // fails only when called twice or after Close.
 func (p *Pool) Start(ctx context.Context) error {
@@ -29,10 +30,14 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.probeAll(ctx, true)
 	p.wg.Add(1)
 	go p.probeLoop(ctx)
+	if p.cfg.MetricsInterval > 0 {
+		p.wg.Add(1)
+		go p.readLoop(ctx)
+	}
 	return nil
 }
 
-// Close stops the prober and waits for it. It is safe to call more than
+// Close stops the prober and the metrics readings, and waits for them. It is safe to call more than
 // once, and without Start.
 func (p *Pool) Close() {
 	p.life.Lock()
@@ -91,7 +96,7 @@ func (p *Pool) probeAll(ctx context.Context, force bool) {
 	var wg sync.WaitGroup
 	for _, u := range p.ups {
 		p.mu.Lock()
-		due := force || u.available(p.now())
+		due := force || u.available(time.Now())
 		p.mu.Unlock()
 		if due {
 			wg.Go(func() { p.probe(ctx, u) })

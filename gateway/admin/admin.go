@@ -14,6 +14,7 @@ import (
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/consume/fairshare"
+	"github.com/pacegate/pacegate/consume/upstream"
 	"github.com/pacegate/pacegate/gateway/control"
 	"github.com/pacegate/pacegate/policy"
 )
@@ -51,6 +52,9 @@ type Config struct {
 	// still recorded, so the API behaves the same, but nothing moves the
 	// factors except this API.
 	Control *control.Loop
+	// Upstreams reports the upstreams' limits and health. Nil means
+	// GET /admin/upstreams lists none.
+	Upstreams func() []upstream.UpstreamStat
 	// Metrics serves /metrics. Nil means no /metrics route.
 	Metrics http.Handler
 	// Logger logs every change made through the API. Nil means
@@ -62,8 +66,6 @@ type Config struct {
 	AuthBurst      int
 	AuthRefill     time.Duration
 	AuthMaxSources int
-	// Clock times the wrong-token limiter. Nil means policy.SystemClock.
-	Clock policy.Clock
 }
 
 // api holds the handlers' dependencies. It is safe for concurrent use:
@@ -72,7 +74,6 @@ type api struct {
 	cfg    Config
 	digest [32]byte // sha256 of the token: compared in constant time
 	tries  *authLimiter
-	clock  policy.Clock
 	pins   pinner
 	log    *slog.Logger
 	mu     sync.Mutex // serialises the read-modify-write of overrides
@@ -84,13 +85,10 @@ func New(cfg Config) http.Handler {
 	if cfg.Token == "" || cfg.Table == nil || cfg.Pacer == nil || cfg.Buckets == nil {
 		panic("admin: Config.Token, Table, Pacer and Buckets are required")
 	}
-	a := &api{cfg: cfg, digest: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger, clock: cfg.Clock,
+	a := &api{cfg: cfg, digest: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger,
 		tries: newAuthLimiter(cfg.AuthBurst, cfg.AuthRefill, cfg.AuthMaxSources)}
 	if a.log == nil {
 		a.log = slog.Default()
-	}
-	if a.clock == nil {
-		a.clock = policy.SystemClock
 	}
 	a.pins = newPinner(cfg.Control, cfg.Pacer)
 	return a.routes()
@@ -118,6 +116,7 @@ func (a *api) routes() chi.Router {
 		r.Delete("/admin/factors/models/*", a.deleteColumn)
 		r.Get("/admin/control", a.getControl)
 		r.Get("/admin/fairness", a.getFairness)
+		r.Get("/admin/upstreams", a.getUpstreams)
 		r.Get("/admin/matrix", a.getMatrix)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -135,8 +134,9 @@ func (a *api) routes() chi.Router {
 // before its token is looked at (authLimiter).
 func (a *api) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		try, wait := a.tries.reserveAt(a.clock.Now(), sourceOf(r.RemoteAddr))
-		if try == nil {
+		now := time.Now()
+		try, wait := a.tries.reserve(now, sourceOf(r.RemoteAddr))
+		if wait > 0 {
 			w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
 			writeError(w, errTooManyTries)
 			return
@@ -148,7 +148,7 @@ func (a *api) auth(next http.Handler) http.Handler {
 			writeError(w, &apiError{status: http.StatusUnauthorized, msg: "Missing or invalid admin token.", code: "invalid_admin_token"})
 			return
 		}
-		a.tries.refund(try)
+		a.tries.refund(now, try)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -95,7 +95,7 @@ func (a *App) startOps(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h := admin.New(admin.Config{Token: cfg.Admin.Token, Table: a.Table, Pacer: a.Pacer, Buckets: a.Queue, Fairness: a.fairness,
+	h := admin.New(admin.Config{Token: cfg.Admin.Token, Table: a.Table, Pacer: a.Pacer, Buckets: a.Queue, Fairness: a.fairness, Upstreams: a.Pool.Stats,
 		Models: a.servedModels, Control: a.Control, Metrics: a.Metrics.Handler(), Logger: a.logger,
 		AuthBurst: cfg.Admin.AuthBurst, AuthRefill: cfg.Admin.AuthRefill, AuthMaxSources: cfg.Admin.AuthMaxSources})
 	a.ops = ops{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,

@@ -45,7 +45,9 @@ var (
 	descModelBuckets   = desc("pacegate_model_buckets", "Buckets of a model with a backlog, by state (queued, suspended).", "model", "state")
 	descModelOldest    = desc("pacegate_model_oldest_wait_seconds", "Age of the oldest queued request of a model.", "model")
 	descInFlight       = desc("pacegate_upstream_in_flight", "Requests in flight to an upstream.", "upstream")
-	descMaxConc        = desc("pacegate_upstream_max_concurrency", "Concurrency limit of an upstream.", "upstream")
+	descMaxConc        = desc("pacegate_upstream_max_concurrency", "Configured concurrency cap of an upstream (64 when unset), its limit while its metrics cannot be read.", "upstream")
+	descLimit          = desc("pacegate_upstream_limit", "Requests an upstream may run now: learned from its vLLM metrics, or max_concurrency.", "upstream")
+	descRoom           = desc("pacegate_upstream_room", "1 for where an upstream's limit comes from: metrics (learned), fallback (its metrics cannot be read: max_concurrency) or fixed.", "upstream", "source")
 	descHealthy        = desc("pacegate_upstream_healthy", "1 when the upstream is healthy, 0 while it is marked down.", "upstream")
 	descBucketService  = desc("pacegate_bucket_service_tokens", "Attained service of the top-K buckets in the fair share: weighted tokens (prompt + w × completion, over the tenant's weight).", "tenant", "model")
 	descBucketShare    = desc("pacegate_bucket_share", "Part (0..1) of its model's recent service that each top-K bucket got among the buckets competing for the pool.", "tenant", "model")
@@ -67,7 +69,6 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 type stateCollector struct {
 	cfg    Config
 	models *labelSet
-	now    func() time.Time // time.Now; a field for tests
 
 	mu     sync.Mutex // guards the aggregate cache; held during a recompute so concurrent scrapes share it
 	aggs   map[string]modelAgg
@@ -77,9 +78,12 @@ type stateCollector struct {
 // Describe implements [prometheus.Collector].
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBucketBacklog, descBucketOldest, descBucketReleased, descBucketSuspends,
-		descModelBacklog, descModelBuckets, descModelOldest, descInFlight, descMaxConc, descHealthy,
+		descModelBacklog, descModelBuckets, descModelOldest, descInFlight, descMaxConc, descLimit, descRoom, descHealthy,
 		descGlobalFactor, descColumnFactor, descBucketService, descBucketShare, descJain, descCompeting,
 		descWaiting, descGrants} {
+		ch <- d
+	}
+	for _, d := range routingDescs {
 		ch <- d
 	}
 }
@@ -87,14 +91,12 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements [prometheus.Collector].
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now()
-	if c.now != nil {
-		now = c.now()
-	}
 	if c.cfg.Buckets != nil {
 		c.collectBuckets(ch, now)
 	}
 	if c.cfg.Upstreams != nil {
 		c.collectUpstreams(ch)
+		c.collectRouting(ch)
 	}
 	if c.cfg.Factors != nil {
 		c.collectFactors(ch)
@@ -205,6 +207,8 @@ func (c *stateCollector) collectUpstreams(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(u.InFlight), u.URL)
 		ch <- prometheus.MustNewConstMetric(descMaxConc, prometheus.GaugeValue, float64(u.MaxConcurrency), u.URL)
+		ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, float64(u.Limit), u.URL)
+		ch <- prometheus.MustNewConstMetric(descRoom, prometheus.GaugeValue, 1, u.URL, u.Room)
 		ch <- prometheus.MustNewConstMetric(descHealthy, prometheus.GaugeValue, healthy, u.URL)
 	}
 }

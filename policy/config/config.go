@@ -37,6 +37,7 @@ type File struct {
 	Orgs      []Org        `yaml:"orgs"`      // org-wide caps binding several tenants
 	Tenants   []TenantSpec `yaml:"tenants"`   // who may call, and at what pace
 	Fairness  FairnessSpec `yaml:"fairness"`  // how capacity is shared between waiting tenants
+	Routing   Routing      `yaml:"routing"`   // which upstream a released request goes to
 
 	// modelOrder[i] lists tenants[i].models keys in file order, so that
 	// validation errors come out in the order a reader sees them (a Go
@@ -102,15 +103,49 @@ type Server struct {
 
 // Upstream is one OpenAI-compatible model server (typically vLLM).
 type Upstream struct {
-	URL            string   `yaml:"url"`             // required, http or https
-	MaxConcurrency int      `yaml:"max_concurrency"` // in-flight requests; default 64
-	Models         []string `yaml:"models"`          // empty = discover via GET /v1/models
+	URL string `yaml:"url"` // required, http or https
+	// MaxConcurrency caps the requests in flight to it. Unset (0), there
+	// is no cap: the limit is learned from the server's vLLM /metrics
+	// (the concurrency at which it starts to queue), and is 64 while
+	// those cannot be read. Set, it caps the learned limit and is the
+	// limit while the metrics cannot be read.
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// FixedConcurrency: the limit is max_concurrency (64 if unset) and the
+	// server's metrics are not read; for servers that are not vLLM.
+	FixedConcurrency bool     `yaml:"fixed_concurrency"`
+	Models           []string `yaml:"models"` // empty = discover via GET /v1/models
 	// IdleTimeout ends a stream whose upstream sends nothing this long
 	// (the wait for the first token included) with an upstream_error and
 	// frees its slot. Default 30s; 0 = no
 	// limit (a pointer, because an explicit 0 differs from unset).
 	IdleTimeout *time.Duration `yaml:"idle_timeout"`
+	// CacheTokens is the size of its KV (prefix) cache in tokens, which
+	// bounds what prefix routing remembers of it; 0 (the default) =
+	// learned from the cached token counts it reports.
+	CacheTokens int64 `yaml:"cache_tokens"`
 }
+
+// Routing chooses the upstream a released request goes to. A zero field
+// takes its default.
+type Routing struct {
+	// Policy is "prefix" (the default: the upstream whose KV cache most
+	// probably holds the prompt's prefix, within the load bound) or
+	// "least_outstanding".
+	Policy string `yaml:"policy"`
+	// LoadBound: an upstream whose requests in flight would exceed
+	// LoadBound × the mean over the model's upstreams, plus one, is
+	// skipped for the next best. Default 1.25; must be >= 1.
+	LoadBound float64 `yaml:"load_bound"`
+	// MaxPrefixBytes is how much of a rendered prompt is hashed for
+	// routing (bounded work and memory for huge prompts). Default 65536.
+	MaxPrefixBytes int `yaml:"max_prefix_bytes"`
+}
+
+// Routing policies.
+const (
+	RoutingPrefix           = "prefix"
+	RoutingLeastOutstanding = "least_outstanding"
+)
 
 // Queue selects the queue backend. A zero field takes its default.
 type Queue struct {
@@ -168,7 +203,9 @@ type Control struct {
 
 // LimitsSpec is a partial set of limits: a nil field is "not set here"
 // and inherits (model > tenant > defaults > built-in), which is why the
-// fields are pointers: an explicit 0 differs from unset.
+// fields are pointers: an explicit 0 differs from unset. It is the file's
+// spelling of a [policy.Override], field for field (the conversion in
+// override keeps the two in step): policy checks and applies it.
 type LimitsSpec struct {
 	RPM     *int64         `yaml:"rpm"`      // requests per minute; 0 = no cap
 	TPM     *int64         `yaml:"tpm"`      // tokens per minute; 0 = no cap

@@ -55,7 +55,7 @@ func TestParseInvalid(t *testing.T) {
 		{"upstream_url.yaml", `upstreams[0].url: must be an http or https URL with a host, got "ftp://host/x"` + "\n" +
 			`upstreams[1].url: must be an http or https URL with a host, got "127.0.0.1:8000"` + "\n" +
 			"upstreams[2].url: required\n" +
-			"upstreams[2].max_concurrency: must be > 0"},
+			"upstreams[2].max_concurrency: must be >= 0"},
 		{"no_upstreams.yaml", "upstreams: at least one upstream is required"},
 		{"priority.yaml", `tenants[0].priority: must be "high", "normal" or "low", got "urgent"`},
 		{"fairness.yaml", strings.Join([]string{
@@ -111,7 +111,7 @@ func TestParseMinimal(t *testing.T) {
 	if s != want {
 		t.Errorf("server defaults: %+v", s)
 	}
-	if len(f.Upstreams) != 1 || f.Upstreams[0].MaxConcurrency != 64 || *f.Upstreams[0].IdleTimeout != 30*time.Second {
+	if len(f.Upstreams) != 1 || f.Upstreams[0].MaxConcurrency != 0 || *f.Upstreams[0].IdleTimeout != 30*time.Second {
 		t.Errorf("upstreams: %+v", f.Upstreams)
 	}
 	q := f.Queue
@@ -214,9 +214,9 @@ func TestApplyEnv(t *testing.T) {
 		f.Queue.Backend != "embedded" || r.Endpoint != "mq2:8081" || r.Topic != "T2" || r.Group != "G2" || r.ReplicaID != "r7" {
 		t.Errorf("env not applied: %+v", f)
 	}
-	want := []Upstream{{URL: "https://vllm.internal:443", MaxConcurrency: 64}, {URL: "http://new:8000", MaxConcurrency: 64}}
+	want := []Upstream{{URL: "https://vllm.internal:443"}, {URL: "http://new:8000"}}
 	if len(f.Upstreams) != 2 || f.Upstreams[0].URL != want[0].URL || f.Upstreams[1].URL != want[1].URL ||
-		f.Upstreams[1].MaxConcurrency != 64 {
+		f.Upstreams[1].MaxConcurrency != 0 {
 		t.Errorf("upstreams: %+v", f.Upstreams)
 	}
 	if err := f.ApplyEnv(env(map[string]string{EnvQueueBackend: "kafka"})); err == nil ||
@@ -231,7 +231,7 @@ func TestLoadEnvSuppliesUpstreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Upstreams) != 1 || f.Upstreams[0].MaxConcurrency != 64 {
+	if len(f.Upstreams) != 1 || f.Upstreams[0].MaxConcurrency != 0 {
 		t.Fatalf("upstreams: %+v", f.Upstreams)
 	}
 }

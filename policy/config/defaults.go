@@ -22,7 +22,6 @@ func (f *File) SetDefaults() {
 	setNum(&f.Admin.AuthMaxSources, 10000)
 	f.Server.setDefaults()
 	for i := range f.Upstreams {
-		setNum(&f.Upstreams[i].MaxConcurrency, 64)
 		setPtr(&f.Upstreams[i].IdleTimeout, DefaultUpstreamIdleTimeout)
 	}
 	f.Queue.setDefaults()
@@ -33,6 +32,9 @@ func (f *File) SetDefaults() {
 		setString(&f.Tenants[i].Priority, PriorityNormal)
 		setNum(&f.Tenants[i].Weight, 1)
 	}
+	setString(&f.Routing.Policy, RoutingPrefix)
+	setNum(&f.Routing.LoadBound, 1.25)
+	setNum(&f.Routing.MaxPrefixBytes, 64<<10)
 	setString(&f.Fairness.Mode, FairnessFair)
 	setNum(&f.Fairness.CompletionWeight, DefaultCompletionWeight)
 }

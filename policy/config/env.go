@@ -63,7 +63,7 @@ func mergeUpstreams(old []Upstream, list string) []Upstream {
 		if u == "" {
 			continue
 		}
-		up := Upstream{URL: u, MaxConcurrency: 64}
+		up := Upstream{URL: u}
 		for _, o := range old {
 			if o.URL == u {
 				up = o

@@ -1,4 +1,4 @@
-package control
+package vllmmetrics
 
 import (
 	"reflect"
@@ -22,7 +22,7 @@ vllm:time_to_first_token_seconds_bucket{le="0.001",model_name="meta-llama/Llama-
 `
 
 func TestParseGauges(t *testing.T) {
-	got, err := parseGauges(strings.NewReader(vllmMetrics))
+	got, err := Parse(strings.NewReader(vllmMetrics))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestParseGauges(t *testing.T) {
 		`odd "name"\x`:          {Waiting: 10},
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("parseGauges = %#v\nwant %#v", got, want)
+		t.Fatalf("Parse = %#v\nwant %#v", got, want)
 	}
 }
 
@@ -42,17 +42,17 @@ func TestParseGaugesErrors(t *testing.T) {
 		{`vllm:kv_cache_usage_perc{model_name=m} 1`, `metrics line 1: vllm:kv_cache_usage_perc: malformed label in "model_name=m} 1"`},
 		{`vllm:kv_cache_usage_perc{model_name="m"}`, "metrics line 1: vllm:kv_cache_usage_perc: want `value [timestamp]`, got \"\""},
 	} {
-		_, err := parseGauges(strings.NewReader(tc.in))
+		_, err := Parse(strings.NewReader(tc.in))
 		if err == nil || err.Error() != tc.want {
-			t.Errorf("parseGauges(%q) error = %v, want %s", tc.in, err, tc.want)
+			t.Errorf("Parse(%q) error = %v, want %s", tc.in, err, tc.want)
 		}
 	}
 }
 
-func FuzzParseGauges(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add(vllmMetrics)
 	f.Fuzz(func(t *testing.T, s string) {
-		_, _ = parseGauges(strings.NewReader(s)) // must not panic
+		_, _ = Parse(strings.NewReader(s)) // must not panic
 	})
 }
 
@@ -63,8 +63,8 @@ func TestMetricsURL(t *testing.T) {
 		"http://h:8000/v1":  "http://h:8000/metrics",
 		"http://h:8000/v1/": "http://h:8000/metrics",
 	} {
-		if got := metricsURL(in); got != want {
-			t.Errorf("metricsURL(%q) = %q, want %q", in, got, want)
+		if got := URL(in); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package control
+package vllmmetrics
 
 import (
 	"bufio"
@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// vLLM gauge names read by the loop.
+// The vLLM gauges read.
 const (
 	metricWaiting = "vllm:num_requests_waiting"
 	metricRunning = "vllm:num_requests_running"
@@ -20,20 +20,20 @@ const (
 const maxLine = 64 << 10
 
 // Gauges are one upstream's load on one model. vLLM reports one series per
-// engine (data-parallel rank); parseGauges sums them, except KVCache,
-// which is the highest engine's usage.
+// engine (data-parallel rank); Parse sums them, except KVCache, which is
+// the highest engine's usage (0 to 1).
 type Gauges struct {
 	Waiting float64
 	Running float64
 	KVCache float64
 }
 
-// parseGauges reads the Prometheus text exposition format and returns
-// the three vLLM gauges per model_name. Other metrics, comments and
-// series without a model_name are skipped. It returns an error only for
-// a malformed line of one of the three gauges or an over-long line, so a
-// new metric that vLLM adds cannot break the loop.
-func parseGauges(r io.Reader) (map[string]Gauges, error) {
+// Parse reads the Prometheus text exposition format and returns the
+// three vLLM gauges per model_name. Other metrics, comments and series
+// without a model_name are skipped. It returns an error only for a
+// malformed line of one of the three gauges or an over-long line, so a
+// new metric that vLLM adds cannot break a reader.
+func Parse(r io.Reader) (map[string]Gauges, error) {
 	out := map[string]Gauges{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
@@ -64,8 +64,8 @@ func parseGauges(r io.Reader) (map[string]Gauges, error) {
 	return out, sc.Err()
 }
 
-// wanted returns the metric name when line is a sample of a gauge the
-// loop reads. The name must be followed by '{' or a space, so that e.g.
+// wanted returns the metric name when line is a sample of a gauge read
+// here. The name must be followed by '{' or a space, so that e.g.
 // vllm:num_requests_waiting_by_reason is not mistaken for it.
 func wanted(line string) (string, bool) {
 	for _, name := range [...]string{metricWaiting, metricRunning, metricKVCache} {

@@ -1,0 +1,89 @@
+package upstream
+
+import (
+	"time"
+
+	"github.com/pacegate/pacegate/consume/upstream/vllmmetrics"
+)
+
+// Defaults of the room an upstream has, as learned from its /metrics.
+const (
+	// DefaultMaxConcurrency is an upstream's limit while its metrics
+	// cannot be read and no MaxConcurrency is set.
+	DefaultMaxConcurrency = 64
+	// DefaultMetricsInterval is how often an upstream's /metrics is read.
+	DefaultMetricsInterval = 250 * time.Millisecond
+	// DefaultKVThreshold is the KV-cache usage (0 to 1) above which the
+	// learned limit stops growing: past it vLLM would soon queue or
+	// preempt for want of cache blocks, not of sequence slots.
+	DefaultKVThreshold = 0.95
+	// learnStart is the learned limit before anything was learned; it
+	// grows by half of itself per reading while it is reached (slow
+	// start), so a server's room is found within a few readings.
+	learnStart = 8
+	// learnCeiling bounds the learned limit of an upstream with no
+	// MaxConcurrency: far above any vLLM --max-num-seqs in use.
+	learnCeiling = 4096
+	// metricsFailAfter is how many readings in a row must fail before an
+	// upstream falls back to its MaxConcurrency: one timeout is noise.
+	metricsFailAfter = 2
+	// probeAfter is how many readings without a queue must follow one
+	// with a queue before the limit probes one above the room found:
+	// each probe can leave one request waiting at the server for two
+	// readings.
+	probeAfter = 8
+)
+
+// learner finds how many requests one vLLM server runs before it starts
+// to queue: the concurrency at which pacegate should hold requests back,
+// so that its fair order, not the server's FIFO, decides who runs next.
+// It is a pure decision over readings; the Pool calls it under its lock.
+//
+// The rule, per reading: when the server queues (requests waiting in two
+// readings in a row, or once while the KV cache is past its threshold;
+// a single reading with a waiting request is a request caught between
+// two engine steps), the limit drops to what the server runs of ours,
+// our in-flight count less its waiting requests. When it does not queue,
+// the KV cache is under the threshold, and our in-flight count is at the
+// limit, the limit grows: by half until the first time the server
+// queued, by one afterwards. So it settles where the server is full and
+// probes above it only while the cache has room.
+type learner struct {
+	limit     int // the learned limit, in [1, ceiling]
+	ceiling   int // MaxConcurrency when set, else learnCeiling
+	kvMax     float64
+	saturated bool // the server has queued since the limit was set
+	waited    bool // the previous reading had requests waiting
+	calm      int  // readings without a queue since the last one with
+}
+
+func newLearner(ceiling int, kvMax float64) learner {
+	return learner{limit: min(learnStart, ceiling), ceiling: ceiling, kvMax: kvMax}
+}
+
+// observe applies one reading g, taken while inFlight of our requests
+// ran on the server, and reports whether the limit grew.
+func (l *learner) observe(g vllmmetrics.Gauges, inFlight int) (grew bool) {
+	waiting := g.Waiting > 0
+	queued := waiting && (l.waited || g.KVCache >= l.kvMax)
+	l.waited = waiting
+	if queued {
+		l.saturated, l.calm = true, 0
+		ours := inFlight - int(g.Waiting)
+		l.limit = min(max(ours, 1), l.ceiling)
+		return false
+	}
+	l.calm++
+	if waiting || g.KVCache >= l.kvMax || inFlight < l.limit || l.limit >= l.ceiling {
+		return false
+	}
+	step := max(l.limit/2, 1)
+	if l.saturated {
+		if l.calm < probeAfter {
+			return false
+		}
+		step, l.calm = 1, 0
+	}
+	l.limit = min(l.limit+step, l.ceiling)
+	return true
+}
