@@ -39,7 +39,7 @@ func (c gwConfig) yaml() string {
 	if c.Backend == "rocketmq" {
 		// The topic and group scripts/rocketmq/rmq.sh init created; a
 		// replica id of its own per run keeps earlier runs' LiteTopics out.
-		fmt.Fprintf(&b, "queue: {backend: rocketmq, rocketmq: {endpoint: %q, topic: %q, group: %q, replica_id: bench%d}}\n",
+		fmt.Fprintf(&b, "queue: {backend: rocketmq, rocketmq: {endpoint: %q, topic: %q, group: %q}}\ncluster: {replica_id: bench%d}\n",
 			rocketmqEndpoint(), envOr("PACEGATE_ROCKETMQ_TOPIC", "LLM_REQ"), envOr("PACEGATE_ROCKETMQ_GROUP", "GID_PACEGATE"),
 			time.Now().UnixNano()%1e6)
 	} else {

@@ -27,7 +27,7 @@ func TestRocketMQProxyRestartThroughGateway(t *testing.T) {
 	// invisible time (the proxy's minimum, 10 s); a request still unanswered
 	// at request_timeout gets an explicit timeout. The clients wait longer
 	// than both, so an unanswered request is one the gateway left silent.
-	queue = strings.Replace(queue, "replica_id:", "invisible: 10s, replica_id:", 1)
+	queue = strings.Replace(queue, "rocketmq: {", "rocketmq: {invisible: 10s, ", 1)
 	s := startStack(t, "server: {request_timeout: 40s}\n"+queue+tenantsYAML, newSim(t, fastSim()))
 	ctx, stop := context.WithCancel(t.Context())
 	var (

@@ -30,7 +30,8 @@ func rocketmqQueue(t *testing.T, replica string) string {
 	return fmt.Sprintf(`
 queue:
   backend: rocketmq
-  rocketmq: {endpoint: %q, topic: %q, group: %q, replica_id: %q}
+  rocketmq: {endpoint: %q, topic: %q, group: %q}
+cluster: {replica_id: %q}
 `, endpoint, envOr("PACEGATE_ROCKETMQ_TOPIC", "LLM_REQ"), envOr("PACEGATE_ROCKETMQ_GROUP", "GID_PACEGATE"), replica+runID)
 }
 
@@ -137,7 +138,8 @@ func TestRocketMQUnreachableGives503(t *testing.T) {
 	s := startStack(t, `
 queue:
   backend: rocketmq
-  rocketmq: {endpoint: "127.0.0.1:1", replica_id: down}
+  rocketmq: {endpoint: "127.0.0.1:1"}
+cluster: {replica_id: down}
 `+tenantsYAML, newSim(t, fastSim()))
 	resp, err := http.Get(s.url + "/readyz")
 	if err != nil {
@@ -220,7 +222,7 @@ func TestRocketMQBrokerRestartThroughGateway(t *testing.T) {
 		t.Skip("PACEGATE_ROCKETMQ_NO_RESTART is set")
 	}
 	script, _ := filepath.Abs("../../scripts/rocketmq/rmq.sh")
-	queue = strings.Replace(queue, "replica_id:", "invisible: 10s, replica_id:", 1)
+	queue = strings.Replace(queue, "rocketmq: {", "rocketmq: {invisible: 10s, ", 1)
 	s := startStack(t, "server: {request_timeout: 40s}\n"+queue+tenantsYAML, newSim(t, fastSim()))
 	ctx, stop := context.WithCancel(t.Context())
 	var (
