@@ -51,15 +51,12 @@
 // group would break this (every client would get every LiteTopic).
 //
 // Rate with N replicas: a pacing bucket is per LiteTopic, which is now per
-// (tenant, model, replica). Run the replicas with the same
-// queue.rocketmq.replicas = N and divide every bucket's rate (and burst) by
-// N. This keeps the tenant's total at the configured rate when the load
-// balancer spreads a tenant evenly, needs no shared state, and fails safe
-// (a tenant that reaches only some replicas gets less, never more). Routing a
-// tenant to one replica (consistent hashing on the tenant) keeps the exact
-// rate but couples admission to the load balancer and concentrates a hot
-// tenant on one process; use it when exact per-tenant rates matter more than
-// spread.
+// (tenant, model, replica); the bucket's pace across replicas is the cluster
+// section's business (policy/cluster). With cluster.store the replicas share
+// each bucket's release schedule in Redis and the configured rate holds in
+// total wherever the traffic goes; without it, cluster.replicas = N makes
+// each replica pace at rate/N, exact only when the load balancer spreads a
+// tenant evenly, and less, never more, otherwise.
 //
 // Restart: a new process gets a new client id and the broker forgets the old
 // client's subscriptions (they are session state). Names are deterministic,
