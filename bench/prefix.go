@@ -28,7 +28,7 @@ const (
 	pfxSystemWords = 1000 // each conversation's own system prompt
 	pfxTurns       = 6
 	pfxTurnWords   = 30
-	pfxMaxTokens   = 32 // the mean: each answer is 16 to 48 tokens
+	pfxMaxTokens   = 32    // the mean: each answer is 16 to 48 tokens
 	pfxCacheTokens = 12288 // per replica: its share of the conversations (8 of ~1,400 tokens) fits, all 32 do not
 )
 
