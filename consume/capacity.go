@@ -193,7 +193,7 @@ func (c *capacity) takeNow(k policy.Key, band int) (Slot, bool) {
 		s, ok = c.up.TryAcquireHeadroom(k.Model)
 	}
 	if ok {
-		c.sched.Hold(k) // under mu: the next decision sees it
+		c.sched.Hold(k, time.Now()) // under mu: the next decision sees it
 	}
 	return s, ok
 }
@@ -317,7 +317,7 @@ func (c *capacity) release(k policy.Key, gs []*grant) {
 // its Hold first: the release grants the slot on, and the scheduler's
 // count of what runs must not hold it then.
 func (c *capacity) unhold(k policy.Key, s Slot) {
-	c.sched.Unhold(k)
+	c.sched.Unhold(k, time.Now())
 	s.Release()
 }
 
@@ -356,7 +356,7 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 			continue
 		}
 		c.sched.Grant(k)
-		c.sched.Hold(k)
+		c.sched.Hold(k, time.Now())
 		c.hand(k, s)
 		return k, true
 	}

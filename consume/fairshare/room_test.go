@@ -104,8 +104,8 @@ func TestBestOwedSkipsBucketsAboveTheirShare(t *testing.T) {
 // one bucket a moment apart must not both find it owed a slot.
 func TestHoldCountsATakenSlotBeforeItStarts(t *testing.T) {
 	s := noisyModel()
-	s.Hold(key("a"))
-	s.Hold(key("a")) // a's share is 2
+	s.Hold(key("a"), t0)
+	s.Hold(key("a"), t0) // a's share is 2
 	if got := s.Access(key("a"), 1, 10, 8, 2, t0); got != AccessWait {
 		t.Fatalf("a with two slots taken: Access = %d, want AccessWait (%d)", got, AccessWait)
 	}
@@ -113,7 +113,7 @@ func TestHoldCountsATakenSlotBeforeItStarts(t *testing.T) {
 	if got := s.Access(key("a"), 1, 10, 8, 2, t0); got != AccessWait {
 		t.Fatalf("a with one slot taken and one started: Access = %d, want AccessWait (%d)", got, AccessWait)
 	}
-	s.Unhold(key("a")) // the other slot was released unused
+	s.Unhold(key("a"), t0) // the other slot was released unused
 	if got := s.Access(key("a"), 1, 9, 8, 2, t0); got != AccessHeadroom {
 		t.Fatalf("a with one request running: Access = %d, want AccessHeadroom (%d)", got, AccessHeadroom)
 	}

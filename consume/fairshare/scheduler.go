@@ -54,6 +54,14 @@ type flow struct {
 	hidx    int // index in its model's heap while waiting, else -1
 	running int // requests granted and not yet done
 	held    int // slots taken for it and not yet started: see Hold
+	// heldCharge is what its holds were charged, given back as each is
+	// used or returned; meanCost is the recent mean of what a request of
+	// it is charged at its start, and meanCompletion of the completion
+	// tokens a request of it generated (0: none yet). See Hold and
+	// MeanCompletion.
+	heldCharge     float64
+	meanCost       float64
+	meanCompletion float64
 	// backlogged is true from a Join until [Scheduler.Idle]: the bucket
 	// has had requests queued all along, so a Join in between (its next
 	// request, after a grant) is not a return from idleness and is not
@@ -276,7 +284,11 @@ func (s *Scheduler) Grant(k policy.Key) bool {
 // Hold records that a slot was taken for k that its next Start will use:
 // between the two, k counts as running it, so that two deliveries of k a
 // moment apart do not both find k owed a slot (see [Scheduler.Access]).
-func (s *Scheduler) Hold(k policy.Key) {
+// It charges k what a request of k has recently been charged at its
+// start: a bucket granted several slots at once pays for each as it is
+// granted, not only when its requests start. Start and Unhold give it
+// back.
+func (s *Scheduler) Hold(k policy.Key, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.flow(k)
@@ -284,36 +296,88 @@ func (s *Scheduler) Hold(k policy.Key) {
 	m.leave(f)
 	f.held++
 	m.enter(f)
+	f.heldCharge += f.meanCost
+	s.charge(f, f.meanCost, now)
+}
+
+// unhold gives back one hold of f and what it was charged. Requires mu
+// held, and f.held > 0.
+func (s *Scheduler) unhold(f *flow, now time.Time) {
+	m := s.models[f.key.Model]
+	back := f.heldCharge / float64(f.held)
+	m.leave(f)
+	f.held--
+	m.enter(f)
+	f.heldCharge -= back
+	if f.held == 0 {
+		f.heldCharge = 0 // no float residue
+	}
+	s.charge(f, -back, now)
 }
 
 // Unhold gives back a Hold whose slot was released without a Start.
-func (s *Scheduler) Unhold(k policy.Key) {
+func (s *Scheduler) Unhold(k policy.Key, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f := s.flows[k]; f != nil && f.held > 0 {
-		m := s.models[k.Model]
-		m.leave(f)
-		f.held--
-		m.enter(f)
+		s.unhold(f, now)
 		s.forget(f)
 	}
 }
 
-// Start records that one request of k began on the pool, charging its
-// prompt tokens; it uses up a Hold of k, if any.
-func (s *Scheduler) Start(k policy.Key, promptTokens float64, now time.Time) {
+// meanWeight is how much a new request counts in a bucket's recent means.
+const meanWeight = 0.2
+
+// Start records that one request of k began on the pool, charging cost,
+// the service it is expected to take; it uses up a Hold of k, if any,
+// giving back what the hold was charged.
+func (s *Scheduler) Start(k policy.Key, cost float64, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.flow(k)
 	m := s.model(k.Model)
+	if f.held > 0 {
+		s.unhold(f, now)
+	}
 	m.leave(f)
 	f.running++
-	f.held = max(f.held-1, 0)
 	m.enter(f)
 	m.seen[f.band] = now.UnixNano()
 	s.see(f, now.UnixNano())
-	s.charge(f, promptTokens, now)
+	f.meanCost = ewma(f.meanCost, cost)
+	s.charge(f, cost, now)
 	s.fix(f)
+}
+
+// Completed records that a request of k generated tokens completion
+// tokens, for [Scheduler.MeanCompletion].
+func (s *Scheduler) Completed(k policy.Key, tokens float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.flows[k]; f != nil && tokens >= 0 {
+		f.meanCompletion = ewma(f.meanCompletion, tokens)
+	}
+}
+
+// MeanCompletion is the recent mean of the completion tokens k's
+// requests generated; false when none of its requests ended since it was
+// last forgotten.
+func (s *Scheduler) MeanCompletion(k policy.Key) (float64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flows[k]
+	if f == nil || f.meanCompletion == 0 {
+		return 0, false
+	}
+	return f.meanCompletion, true
+}
+
+// ewma moves mean towards x; a zero mean is none yet and takes x.
+func ewma(mean, x float64) float64 {
+	if mean == 0 {
+		return x
+	}
+	return mean + meanWeight*(x-mean)
 }
 
 // Charge adds tokens (already weighted by the completion weight where
