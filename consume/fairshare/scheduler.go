@@ -19,14 +19,18 @@ const DefaultHalfLife = 10 * time.Second
 // is safe for concurrent use; one mutex, mu, guards all of its state.
 // Make it with [New].
 type Scheduler struct {
-	halfLife float64 // seconds
-	window   int64   // ns a bucket stays recent after its last request: see [DefaultActiveWindow]
+	halfLife    float64       // seconds
+	window      int64         // ns a bucket stays recent after its last request: see [DefaultActiveWindow]
+	forgetAfter time.Duration // see [DefaultForgetAfter]
 
 	mu     sync.Mutex
 	models map[string]*model
 	flows  map[policy.Key]*flow
 	seq    uint64 // join order, the tie-break between equal counters
 	clock  int64  // the latest time any call passed in, unix ns
+	// idle holds the flows that only a counter above their band's floor
+	// keeps, by when they were last seen: see sweep.
+	idle []*flow
 }
 
 // model is one model's wait sets, one min-heap per band.
@@ -41,7 +45,11 @@ type model struct {
 	active  float64
 	nActive int
 	busy    int                // the sum of its flows' busy(): requests running or about to
+	version uint64             // changes with any flow's service or wait: see competing
 	members map[*flow]struct{} // the model's flows
+	recent  recentSet
+	s       *Scheduler
+	comp    competingStat // see competing
 }
 
 // flow is one bucket as the scheduler sees it.
@@ -68,6 +76,15 @@ type flow struct {
 	// lifted.
 	backlogged bool
 
+	// counted: f is in its model's recent sums, with weight cw and busy
+	// count cb; queued: it is in the model's expiry queue, last seen at
+	// queuedAt; idleQueued: it is in the scheduler's idle queue, last
+	// seen at idleAt. See recent.go.
+	counted, queued, idleQueued bool
+	cw                          float64
+	cb                          int
+	queuedAt, idleAt            int64
+
 	recent   float64 // weighted service, decayed with the half-life
 	decayAt  int64   // unix ns of the last decay
 	waitedAt int64   // unix ns when it last waited: it competed for the pool
@@ -80,14 +97,14 @@ func New(halfLife time.Duration) *Scheduler {
 	if halfLife <= 0 {
 		halfLife = DefaultHalfLife
 	}
-	return &Scheduler{halfLife: halfLife.Seconds(), window: int64(DefaultActiveWindow),
+	return &Scheduler{halfLife: halfLife.Seconds(), window: int64(DefaultActiveWindow), forgetAfter: DefaultForgetAfter,
 		models: map[string]*model{}, flows: map[policy.Key]*flow{}}
 }
 
 func (s *Scheduler) model(name string) *model {
 	m := s.models[name]
 	if m == nil {
-		m = &model{members: map[*flow]struct{}{}}
+		m = &model{members: map[*flow]struct{}{}, s: s}
 		s.models[name] = m
 	}
 	return m
@@ -126,11 +143,14 @@ func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) 
 	defer s.mu.Unlock()
 	f := s.flow(k)
 	f.waitedAt = now.UnixNano()
+	s.model(k.Model).version++
 	s.see(f, now.UnixNano())
 	if f.hidx >= 0 {
 		return false
 	}
 	m := s.model(k.Model)
+	s.expire(m, now.UnixNano())
+	s.sweep(now.UnixNano())
 	m.seen[band] = now.UnixNano()
 	m.leave(f)
 	defer m.enter(f)
@@ -177,6 +197,7 @@ func (s *Scheduler) Compete(k policy.Key, weight float64, now time.Time) {
 	f := s.flow(k)
 	f.weight = weight
 	f.waitedAt = now.UnixNano()
+	s.model(k.Model).version++
 }
 
 // Leave takes k out of its wait set (its request went away). The bucket
@@ -397,6 +418,9 @@ func (s *Scheduler) charge(f *flow, tokens float64, now time.Time) {
 		return
 	}
 	v := tokens / f.weight
+	if m := s.models[f.key.Model]; m != nil {
+		m.version++
+	}
 	f.counter = max(f.counter+v, 0)
 	f.decay(now.UnixNano(), s.halfLife)
 	f.recent = max(f.recent+v, 0)
@@ -411,10 +435,11 @@ func (s *Scheduler) Done(k policy.Key, now time.Time) {
 		m := s.models[k.Model]
 		m.leave(f)
 		f.running = max(f.running-1, 0)
+		s.see(f, now.UnixNano()) // before enter: recent from now
 		m.enter(f)
-		s.see(f, now.UnixNano())
 		s.fix(f)
 		s.forget(f)
+		s.expire(m, now.UnixNano())
 	}
 }
 
@@ -427,28 +452,31 @@ func (s *Scheduler) fix(f *flow) {
 }
 
 // forget drops a flow that holds nothing the scheduler needs: not
-// waiting, nothing running, not recent (see [Scheduler.Access]), and a
-// counter no higher than its band's floor, to which it would be lifted on
-// return anyway. A flow kept only because it is recent is dropped by a
-// later pass over the model's flows (Access, BestOwed, Models). Requires
-// mu held.
+// waiting, nothing running or queued, not recent (see
+// [Scheduler.Access]), and a counter no higher than its band's floor, to
+// which it would be lifted on return anyway. A flow with a higher counter
+// goes in the idle queue and is dropped DefaultForgetAfter after it was
+// last seen (sweep); a recent one is uncounted, and then forgotten, when
+// its window passes (expire). Requires mu held.
 func (s *Scheduler) forget(f *flow) {
-	if f.active() || f.backlogged || s.recentAt(f, s.clock) {
+	if !s.forgettable(f) {
 		return
 	}
-	m := s.models[f.key.Model]
-	if m != nil && f.counter > m.floor[f.band] {
+	if m := s.models[f.key.Model]; m == nil || f.counter <= m.floor[f.band] {
+		s.drop(f)
 		return
 	}
-	delete(s.flows, f.key)
-	if m != nil {
-		delete(m.members, f)
+	if !f.idleQueued {
+		f.idleQueued, f.idleAt = true, f.seenAt
+		s.idle = append(s.idle, f)
 	}
 }
 
-// leave takes f out of m's active sums before a change to it; enter
-// puts it back after the change if it is active then. Requires mu held.
+// leave takes f out of m's active and recent sums before a change to
+// it; enter puts it back after the change if it is active or recent
+// then. Requires mu held.
 func (m *model) leave(f *flow) {
+	m.recent.uncount(f)
 	if !f.active() {
 		return
 	}
@@ -466,6 +494,7 @@ func (m *model) enter(f *flow) {
 		m.active += f.weight
 		m.busy += f.busy()
 	}
+	m.s.recount(m, f)
 }
 
 // active reports whether f waits for or uses its model's slots.
