@@ -63,15 +63,22 @@ func usageChunk(j *job) []byte {
 }
 
 // appendUsage writes vLLM's UsageInfo; the non-streamed form carries
-// prompt_tokens_details too.
-func appendUsage(b []byte, j *job, details bool) []byte {
+// prompt_tokens_details too (null unless the prefix cache is on). With
+// the cache on both forms carry the cached tokens, as vLLM does with
+// --enable-prompt-tokens-details.
+func appendUsage(b []byte, j *job, nonStreamed bool) []byte {
 	b = append(b, `{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(j.promptTokens), 10)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(j.promptTokens+j.maxTokens), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(j.maxTokens), 10)
-	if details {
+	switch {
+	case j.cacheable:
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(j.cachedTokens), 10)
+		b = append(b, '}')
+	case nonStreamed:
 		b = append(b, `,"prompt_tokens_details":null`...)
 	}
 	return append(b, '}')

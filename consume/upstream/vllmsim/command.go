@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -87,8 +88,11 @@ func parseFlags(args []string, out io.Writer) (Config, string, error) {
 	fs.Var(&models, "model", "served model name (repeat or comma-separate; default sim-model)")
 	ttft := fs.Duration("ttft", 200*time.Millisecond, "time to first token")
 	itl := fs.Duration("itl", 20*time.Millisecond, "inter-token latency")
+	prefill := fs.Duration("prefill-per-token", 0, "prefill time per prompt token not in the prefix cache, added to TTFT")
 	seqs := fs.Int("max-num-seqs", 256, "requests running at once; more wait")
+	loadFactor := fs.Float64("time-factor-under-load", 1, "TTFT and ITL factor of a full batch, scaled linearly from 1 at one running request (>= 1; 1: off)")
 	maxTok := fs.Int("max-tokens", 16, "completion length when the request sets none")
+	cacheTokens := fs.Int("prefix-cache-tokens", 0, "prefix cache size in tokens, in blocks of 16 (0: off)")
 	embDim := fs.Int("embedding-dim", 16, "length of an embedding vector")
 	stored := fs.Int("max-stored-responses", 1024, "Responses API responses kept for GET and previous_response_id (negative: none)")
 	var faults faultsFlag
@@ -99,8 +103,11 @@ func parseFlags(args []string, out io.Writer) (Config, string, error) {
 	if fs.NArg() > 0 {
 		return Config{}, "", fmt.Errorf("sim: unexpected argument %q", fs.Arg(0))
 	}
-	cfg := Config{Models: models, TTFT: noZero(*ttft), ITL: noZero(*itl), MaxNumSeqs: *seqs, DefaultMaxTokens: *maxTok,
-		EmbeddingDim: *embDim, MaxStoredResponses: *stored, Faults: faults}
+	if !(*loadFactor >= 1) || math.IsInf(*loadFactor, 0) {
+		return Config{}, "", fmt.Errorf("sim: --time-factor-under-load must be a number >= 1, got %v", *loadFactor)
+	}
+	cfg := Config{Models: models, TTFT: noZero(*ttft), ITL: noZero(*itl), PrefillPerToken: *prefill, MaxNumSeqs: *seqs, TimeFactorUnderLoad: *loadFactor,
+		PrefixCacheTokens: *cacheTokens, DefaultMaxTokens: *maxTok, EmbeddingDim: *embDim, MaxStoredResponses: *stored, Faults: faults}
 	return cfg, *listen, nil
 }
 

@@ -1,6 +1,9 @@
 package vllmsim
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Config sets up a [Server]. The zero value is valid: every zero field
 // takes the default noted beside it.
@@ -13,9 +16,30 @@ type Config struct {
 	TTFT time.Duration
 	// ITL is the time between tokens. Default 20ms; negative means 0.
 	ITL time.Duration
+	// PrefillPerToken is the prefill time of each prompt token not found
+	// in the prefix cache (every prompt token when the cache is off): it
+	// is added to TTFT before the load factor. Default 0 (negative too).
+	PrefillPerToken time.Duration
 	// MaxNumSeqs is how many requests run at once; more wait in FIFO
 	// order and count in num_requests_waiting. Default 256.
 	MaxNumSeqs int
+	// TimeFactorUnderLoad stretches TTFT and ITL with the running batch,
+	// as llm-d-inference-sim does: each is multiplied by
+	// 1 + (F-1)·(running-1)/(MaxNumSeqs-1), read from the running count
+	// when the token is scheduled (running includes the request itself),
+	// so F is the factor of a full batch. Default (and any value below 1,
+	// or MaxNumSeqs 1) 1: latency does not depend on the load.
+	TimeFactorUnderLoad float64
+	// PrefixCacheTokens, when at least BlockSize, turns on a prefix cache
+	// of that many tokens (rounded down to whole blocks of BlockSize), as
+	// vLLM's automatic prefix caching on chat, completions, Responses and
+	// Messages: a request's leading full blocks found in it count as
+	// cached tokens (usage, /metrics), and its prompt's full blocks join
+	// it once its prefill is done, evicting the least recently used
+	// blocks no running request holds. See the package doc for what a
+	// prompt's blocks are. Default 0: off, and the usage bodies carry no
+	// cached-token details.
+	PrefixCacheTokens int
 	// DefaultMaxTokens is the completion length when the request sets
 	// none. Default 16.
 	DefaultMaxTokens int
@@ -49,9 +73,12 @@ func (c Config) withDefaults() Config {
 	if c.ITL == 0 {
 		c.ITL = 20 * time.Millisecond
 	}
-	c.TTFT, c.ITL = max(c.TTFT, 0), max(c.ITL, 0)
+	c.TTFT, c.ITL, c.PrefillPerToken = max(c.TTFT, 0), max(c.ITL, 0), max(c.PrefillPerToken, 0)
 	if c.MaxNumSeqs <= 0 {
 		c.MaxNumSeqs = 256
+	}
+	if !(c.TimeFactorUnderLoad >= 1) || math.IsInf(c.TimeFactorUnderLoad, 0) {
+		c.TimeFactorUnderLoad = 1
 	}
 	if c.DefaultMaxTokens <= 0 {
 		c.DefaultMaxTokens = 16

@@ -14,6 +14,10 @@
 //   - prompt_tokens is the number of whitespace-separated words across
 //     all message contents (text parts included), or across the prompt(s)
 //     of a completion; a prompt given as token ids counts its ids.
+//     usage is {"prompt_tokens","total_tokens","completion_tokens"}, plus
+//     "prompt_tokens_details": null in a non-streamed body; with the
+//     prefix cache on, both forms carry "prompt_tokens_details":
+//     {"cached_tokens":n} instead (see "Prefix cache").
 //   - Response ids are "chatcmpl-<X-Request-Id>" and "cmpl-<X-Request-Id>",
 //     with a random hex id when the header is absent. "created" is the
 //     Unix time at which the request arrived.
@@ -27,7 +31,18 @@
 // every ITL, the finish chunk, the usage chunk (only when
 // stream_options.include_usage is true; `"stream_options":{}` counts as
 // true, as in vLLM) and "data: [DONE]". A non-streamed response is sent
-// when the last token would have been.
+// when the last token would have been. The first token's delay is
+//
+//	(TTFT + uncached prompt tokens × Config.PrefillPerToken) × load factor
+//
+// and each next token's is ITL × load factor, where the load factor is
+// 1 + (F-1)·(running-1)/(MaxNumSeqs-1) with F = Config.TimeFactorUnderLoad
+// (1, the default, turns it off), read from the running count (the
+// request included) when that token is scheduled: at the start of
+// running for the first, after the previous token for each next one, as
+// llm-d-inference-sim models it. Every prompt token is uncached without
+// the prefix cache, and on the routes it does not serve (embeddings,
+// rerank, score, audio).
 //
 // Unlike llm-d-inference-sim, the simulator aborts a request the moment
 // its client goes away, while waiting, during TTFT or between tokens, and
@@ -41,6 +56,44 @@
 // X-Sim-Fail-Status and [Server.InjectFailure] (a 5xx burst: the next N
 // requests fail) remain. A request without a fault is answered exactly
 // as described above.
+//
+// # Prefix cache
+//
+// With Config.PrefixCacheTokens N (`--prefix-cache-tokens`), each
+// simulator keeps a cache of N/16 blocks of 16 tokens, as vLLM's
+// automatic prefix caching, for chat, completions, Responses and
+// Messages (the served model names are aliases of one model and share
+// it). A prompt is laid out in a fixed order: chat: tools, then each
+// message's role and content; completions: the prompt(s); Responses: the
+// instructions, then for a follow-up each previous turn's input and
+// output, then the input; Messages: system, tools, messages. Its tokens
+// are the words counted above; roles, tools, non-text parts and message
+// boundaries are hashed as markers between them, never counted, so that
+// cached tokens never exceed prompt_tokens. Block i's key is a 64-bit
+// FNV-1a over everything up to its last token, so it chains the blocks
+// before it; only the first N/16 blocks are hashed.
+//
+// When a request starts running, its cached tokens are 16 × the longest
+// run of its leading blocks found in the cache, excluding the block of
+// its last token (vLLM always computes the last token). Those blocks are
+// pinned while it runs; when its first token is out (the prefill done)
+// its prompt's full blocks are added, evicting the least recently
+// released blocks no running request holds (none free: the rest are not
+// cached); when it ends they are released last one first, so a prompt's
+// tail is evicted before its head. /metrics counts
+// vllm:prefix_cache_queries_total (prompt tokens looked up) and
+// vllm:prefix_cache_hits_total (cached tokens), reports
+// vllm:cache_config_info{block_size="16",enable_prefix_caching="True",
+// num_gpu_blocks="<N/16>"} 1, and vllm:kv_cache_usage_perc becomes
+// (cached blocks + the blocks of running requests' prompt and output so
+// far that are not in the cache) / (N/16), at most 1 (without the cache
+// it is running/MaxNumSeqs); the running batch never evicts the cache. Usage reports the cached tokens
+// as each API does: prompt_tokens_details.cached_tokens (chat,
+// completions), input_tokens_details.cached_tokens (Responses; 0 with
+// the cache off), and for Messages cache_read_input_tokens with
+// input_tokens the uncached rest (absent with the cache off). With the
+// cache on, a stored response also keeps its input for its follow-ups'
+// layout (a conversation's turns share their predecessors).
 //
 // # Other routes
 //
@@ -57,7 +110,8 @@
 //     store (default true), previous_response_id, metadata (echoed).
 //     input_tokens = words of input + words of instructions + for a
 //     follow-up the previous response's input_tokens without its
-//     instructions plus its output_tokens. output_tokens is
+//     instructions plus its output_tokens; input_tokens_details
+//     .cached_tokens is the prefix cache's (0 when off). output_tokens is
 //     max_output_tokens; status is "completed"; the id is
 //     "resp_<X-Request-Id>" and the message item's "msg_<X-Request-Id>".
 //     A streamed response sends response.created, response.in_progress,
@@ -88,7 +142,8 @@
 //     TTFT; it is never streamed.
 //   - POST /v1/messages (Anthropic): model and max_tokens required,
 //     system (a string or text blocks), messages, stream. input_tokens =
-//     words of system + messages; output_tokens = max_tokens; stop_reason
+//     words of system + messages (minus cache_read_input_tokens with
+//     the prefix cache on); output_tokens = max_tokens; stop_reason
 //     "max_tokens"; id "msg_<X-Request-Id>". A stream sends message_start
 //     (usage input_tokens, output_tokens 0), content_block_start, ping,
 //     one content_block_delta (text_delta) per token, content_block_stop,

@@ -80,15 +80,14 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, j *job, rese
 		s.abort(j.id, true)
 		return
 	}
-	if queued, err := s.acquire(ctx); err != nil {
+	q, queued, err := s.begin(ctx, j)
+	if err != nil {
 		s.abort(j.id, queued)
 		return
 	}
-	defer s.release()
-	ttft, itl := s.latency()
-	start := time.Now()
+	defer q.end()
 	for i := range j.maxTokens {
-		if sleepUntil(ctx, start.Add(ttft+time.Duration(i)*itl)) != nil {
+		if q.wait(ctx) != nil {
 			s.abort(j.id, false)
 			return
 		}
@@ -101,6 +100,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, j *job, rese
 			return
 		}
 		s.genTokens.Add(1)
+		q.produced()
 	}
 	if out.sendAll(j.out.tail()) != nil {
 		s.abort(j.id, false)
@@ -122,14 +122,13 @@ func (s *Server) finished(j *job) {
 // takes no slot and no time.
 func (s *Server) complete(w http.ResponseWriter, ctx context.Context, j *job, flt Fault) {
 	if !j.instant {
-		if queued, err := s.acquire(ctx); err != nil {
+		q, queued, err := s.begin(ctx, j)
+		if err != nil {
 			s.abort(j.id, queued)
 			return
 		}
-		defer s.release()
-		ttft, itl := s.latency()
-		last := time.Now().Add(ttft + time.Duration(max(j.maxTokens-1, 0))*itl)
-		if sleepUntil(ctx, last) != nil {
+		defer q.end()
+		if q.waitTokens(ctx, j.maxTokens) != nil {
 			s.abort(j.id, false)
 			return
 		}

@@ -12,6 +12,7 @@ type messagesRequest struct {
 	Model     string            `json:"model"`
 	Messages  []json.RawMessage `json:"messages"`
 	System    json.RawMessage   `json:"system"`
+	Tools     json.RawMessage   `json:"tools"`
 	MaxTokens *int              `json:"max_tokens"`
 	Stream    *bool             `json:"stream"`
 }
@@ -76,6 +77,11 @@ func (s *Server) parseMessages(r *http.Request, count bool) (*job, *apiError) {
 		return nil, badRequest(fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			s.cfg.MaxModelLen, total, j.promptTokens, j.maxTokens), nil)
 	}
+	s.keyPrompt(j, func(h *blockHasher) {
+		h.system(req.System)
+		h.raw(itemTools, req.Tools)
+		h.messages(req.Messages)
+	})
 	return j, nil
 }
 
@@ -126,8 +132,15 @@ func writeAnthropicError(w http.ResponseWriter, e *apiError) {
 	fmt.Fprintf(w, `{"type":"error","error":{"type":%s,"message":%s}}`, quote(anthropicErrorType(e.status)), quote(e.msg))
 }
 
+// usage is Anthropic's usage object. With the prefix cache on, it counts
+// cached prompt tokens apart, as Anthropic does: input_tokens +
+// cache_read_input_tokens is the prompt.
 func (o messagesOut) usage(output int) string {
-	return `{"input_tokens":` + strconv.Itoa(o.j.promptTokens) + `,"output_tokens":` + strconv.Itoa(output) + `}`
+	if !o.j.cacheable {
+		return `{"input_tokens":` + strconv.Itoa(o.j.promptTokens) + `,"output_tokens":` + strconv.Itoa(output) + `}`
+	}
+	return `{"input_tokens":` + strconv.Itoa(o.j.promptTokens-o.j.cachedTokens) + `,"cache_read_input_tokens":` +
+		strconv.Itoa(o.j.cachedTokens) + `,"output_tokens":` + strconv.Itoa(output) + `}`
 }
 
 func (o messagesOut) head() []frame {

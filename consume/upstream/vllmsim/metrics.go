@@ -9,7 +9,10 @@ import (
 
 // metrics serves GET /metrics in the Prometheus text format, with vLLM's
 // metric names, labelled with the first model name. Without SetLoad,
-// kv_cache_usage_perc is running/MaxNumSeqs.
+// kv_cache_usage_perc is running/MaxNumSeqs with the prefix cache off;
+// with it on, the share of its blocks in use: cached ones (held by a
+// running request or not) plus those running requests hold outside it,
+// at most 1.
 func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	st := s.Stats()
 	s.mu.Lock()
@@ -17,6 +20,9 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Unlock()
 	running, waiting := float64(st.Running), float64(st.Waiting)
 	kv := running / float64(s.cfg.MaxNumSeqs)
+	if s.cache != nil {
+		kv = s.cache.usage()
+	}
 	if load != nil {
 		running, waiting, kv = load.Running, load.Waiting, load.KVCache
 	}
@@ -27,6 +33,12 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	metric(&b, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", label, kv)
 	metric(&b, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", label, float64(s.promptTokens.Load()))
 	metric(&b, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", label, float64(s.genTokens.Load()))
+	metric(&b, "vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", label, float64(s.prefixQueries.Load()))
+	metric(&b, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", label, float64(s.prefixHits.Load()))
+	if s.cache != nil {
+		info := `{block_size="` + strconv.Itoa(BlockSize) + `",enable_prefix_caching="True",num_gpu_blocks="` + strconv.Itoa(s.cache.capacity) + `"}`
+		metric(&b, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig", info, 1)
+	}
 	success := `{finished_reason="length",model_name=` + quote(s.cfg.Models[0]) + `}`
 	metric(&b, "vllm:request_success_total", "counter", "Count of successfully processed requests.", success, float64(st.Completed))
 	metric(&b, "vllm_sim:requests_total", "counter", "Valid generation requests received (simulator only).", label, float64(st.Requests))

@@ -31,12 +31,18 @@ type job struct {
 	out          renderer
 	instant      bool   // takes no running slot, no time and no prefill (tokenize)
 	contentType  string // of a non-streamed body; empty: application/json
+
+	// The prefix cache's view of the prompt (set only when it is on).
+	cacheable    bool     // a generation request: its prompt is looked up and counted
+	blocks       []uint64 // chained hashes of the prompt's leading full blocks
+	cachedTokens int      // prompt tokens found in the cache when it started running
 }
 
 type wireRequest struct {
 	Model               string            `json:"model"`
 	Messages            []json.RawMessage `json:"messages"`
 	Prompt              json.RawMessage   `json:"prompt"`
+	Tools               json.RawMessage   `json:"tools"`
 	Stream              *bool             `json:"stream"`
 	StreamOptions       *streamOptions    `json:"stream_options"`
 	MaxTokens           *int              `json:"max_tokens"`
@@ -69,6 +75,14 @@ func (s *Server) parse(r *http.Request, chat bool) (*job, *apiError) {
 	if e := s.countTokens(j, &req); e != nil {
 		return nil, e
 	}
+	s.keyPrompt(j, func(h *blockHasher) {
+		if chat {
+			h.raw(itemTools, req.Tools)
+			h.messages(req.Messages)
+		} else {
+			h.prompt(req.Prompt)
+		}
+	})
 	prefix := "cmpl-"
 	if chat {
 		prefix = "chatcmpl-"

@@ -26,7 +26,8 @@ type responsesOut struct {
 	s          *Server
 	j          *job
 	req        responsesRequest
-	history    int // input tokens that are not instructions, for a follow-up
+	history    int   // input tokens that are not instructions, for a follow-up
+	prev       *turn // the previous response's conversation (prefix cache on)
 	store      bool
 	background bool
 	seq        int // next sequence_number
@@ -78,6 +79,7 @@ func (s *Server) parseResponses(r *http.Request) (*responsesOut, *apiError) {
 			return nil, responseNotFound(*req.PreviousResponseID)
 		}
 		n += prev.history
+		o.prev = prev.turn
 	}
 	o.history = n
 	if req.Instructions != nil {
@@ -95,7 +97,28 @@ func (s *Server) parseResponses(r *http.Request) (*responsesOut, *apiError) {
 		return nil, badRequest(fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			s.cfg.MaxModelLen, total, j.promptTokens, j.maxTokens), nil)
 	}
+	s.keyPrompt(j, o.render)
 	return o, nil
+}
+
+// render lays out a Responses prompt for the prefix cache: the
+// instructions, the previous turns (each input, then its output), then
+// the input.
+func (o *responsesOut) render(h *blockHasher) {
+	if o.req.Instructions != nil {
+		h.item(itemRole, "instructions")
+		h.text(*o.req.Instructions)
+	}
+	var turns []*turn
+	for t := o.prev; t != nil; t = t.prev {
+		turns = append(turns, t)
+	}
+	for i := len(turns) - 1; i >= 0 && !h.full(); i-- {
+		h.input(turns[i].input)
+		h.item(itemRole, "assistant")
+		h.generated(turns[i].output)
+	}
+	h.input(o.req.Input)
 }
 
 // inputWords counts a Responses input: a string, or a list of items whose
@@ -219,8 +242,8 @@ func (o *responsesOut) object(status string) *responseObject {
 	}
 	if status == "completed" {
 		r.Output = []outputMessage{o.message("completed", completionText(j.maxTokens))}
-		r.Usage = &responseUsage{InputTokens: j.promptTokens, OutputTokens: j.maxTokens,
-			TotalTokens: j.promptTokens + j.maxTokens}
+		r.Usage = &responseUsage{InputTokens: j.promptTokens, InputTokensDetails: cachedTokens{j.cachedTokens},
+			OutputTokens: j.maxTokens, TotalTokens: j.promptTokens + j.maxTokens}
 	}
 	return r
 }
@@ -293,7 +316,16 @@ func (o *responsesOut) finished() {
 
 // stored is the finished response as the store keeps it.
 func (o *responsesOut) stored() storedResponse {
-	return storedResponse{body: o.full(), history: o.history + o.j.maxTokens}
+	return storedResponse{body: o.full(), history: o.history + o.j.maxTokens, turn: o.turn(o.j.maxTokens)}
+}
+
+// turn is this response's conversation for a follow-up's prefix-cache
+// key, after output tokens; nil when the cache is off.
+func (o *responsesOut) turn(output int) *turn {
+	if o.s.cache == nil {
+		return nil
+	}
+	return &turn{prev: o.prev, input: o.req.Input, output: output}
 }
 
 // completionText is the whole completion of n tokens.

@@ -3,7 +3,6 @@ package vllmsim
 import (
 	"context"
 	"net/http"
-	"time"
 )
 
 // startBackground answers a background response at once with its queued
@@ -16,7 +15,7 @@ func (s *Server) startBackground(w http.ResponseWriter, r *http.Request, o *resp
 	}
 	j := o.j
 	ctx, cancel := context.WithCancel(s.bgCtx)
-	queued := storedResponse{body: o.objectJSON("queued"), history: o.history, cancel: cancel, cancelled: o.objectJSON("cancelled")}
+	queued := storedResponse{body: o.objectJSON("queued"), history: o.history, turn: o.turn(0), cancel: cancel, cancelled: o.objectJSON("cancelled")}
 	s.store.put(j.respID, queued)
 	if !s.goBackground(func() {
 		defer cancel()
@@ -34,15 +33,15 @@ func (s *Server) startBackground(w http.ResponseWriter, r *http.Request, o *resp
 // or ctx (cancel, Close) ends it.
 func (s *Server) generateBackground(ctx context.Context, o *responsesOut) {
 	j := o.j
-	if queued, err := s.acquire(ctx); err != nil {
+	q, queued, err := s.begin(ctx, j)
+	if err != nil {
 		s.store.cancel(j.respID) // after Close; a no-op after a cancel
 		s.abort(j.id, queued)
 		return
 	}
-	defer s.release()
+	defer q.end()
 	s.store.progress(j.respID, o.objectJSON("in_progress"))
-	ttft, itl := s.latency()
-	if sleepUntil(ctx, time.Now().Add(ttft+time.Duration(j.maxTokens-1)*itl)) != nil {
+	if q.waitTokens(ctx, j.maxTokens) != nil {
 		s.store.cancel(j.respID)
 		s.abort(j.id, false)
 		return

@@ -2,6 +2,7 @@ package vllmsim
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 )
@@ -11,10 +12,22 @@ import (
 type storedResponse struct {
 	body    []byte // the response object, as sent or as it is now
 	history int    // input tokens (without instructions) plus output tokens
+	turn    *turn  // the conversation so far, for the prefix cache; nil when off
 	// cancel, while a background response is queued or in progress,
 	// stops its generation; cancelled is then its body once cancelled.
 	cancel    context.CancelFunc
 	cancelled []byte
+}
+
+// turn is one stored response's part of a conversation as the prefix
+// cache lays it out for a follow-up: the turns before it, its input and
+// its output length (the output's words are known from it). Turns share
+// their predecessors, so a conversation is kept once however many of its
+// responses are stored.
+type turn struct {
+	prev   *turn
+	input  json.RawMessage
+	output int
 }
 
 // responseStore holds this instance's stored responses, evicting the

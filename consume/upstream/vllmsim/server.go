@@ -28,6 +28,9 @@ type Server struct {
 
 	requests, completed, aborted, failed atomic.Int64
 	promptTokens, genTokens              atomic.Int64
+	prefixQueries, prefixHits            atomic.Int64 // prompt tokens looked up in cache, and found
+
+	cache *prefixCache // nil: prefix caching off; its own lock is never held with mu
 
 	mu       sync.Mutex // guards the fields below
 	ttft     time.Duration
@@ -54,6 +57,9 @@ func New(cfg Config) *Server {
 		itl:      cfg.ITL,
 		ruleSeen: make([]int, len(cfg.Faults)),
 		store:    newResponseStore(cfg.MaxStoredResponses),
+	}
+	if cfg.PrefixCacheTokens >= BlockSize {
+		s.cache = newPrefixCache(cfg.PrefixCacheTokens)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.generate(true))

@@ -131,7 +131,7 @@ func TestRunCommand(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- RunCommand(ctx, []string{"--listen", "127.0.0.1:0", "--ttft", "0", "--itl", "0", "--model", "x,y"}, pw)
+		done <- RunCommand(ctx, []string{"--listen", "127.0.0.1:0", "--ttft", "0", "--itl", "0", "--model", "x,y", "--prefix-cache-tokens", "4096"}, pw)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
@@ -147,6 +147,15 @@ func TestRunCommand(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(b), `"id":"y"`) {
 		t.Errorf("models: %s", b)
+	}
+	resp, err = http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "\nvllm:cache_config_info{block_size=\"16\",enable_prefix_caching=\"True\",num_gpu_blocks=\"256\"} 1\n") {
+		t.Errorf("metrics lack cache_config_info: %s", b)
 	}
 	cancel()
 	go io.Copy(io.Discard, pr) // drain so RunCommand never blocks on stdout
