@@ -16,9 +16,10 @@ const DefaultForgetAfter = time.Minute
 // that wait, run, or were seen within the window) that the room decision
 // needs, so that [Scheduler.Access] costs the same with ten buckets or
 // ten thousand: their weight, and per weight the number of flows by how
-// many requests each runs. A flow is counted while it is recent; leave
-// and enter recount it around every change, and expire uncounts the
-// flows whose window has passed.
+// many requests each runs and the most it ran at once while recent (its
+// peak). A flow is counted while it is recent; leave and enter recount it
+// around every change, and expire uncounts the flows whose window has
+// passed.
 type recentSet struct {
 	weight  float64
 	classes map[float64]*weightClass
@@ -28,11 +29,14 @@ type recentSet struct {
 	queue []*flow
 }
 
-// weightClass is the recent flows of one weight, by busy count.
+// weightClass is the recent flows of one weight, by busy count and peak.
 type weightClass struct {
 	n    int
-	busy map[int]int
+	busy map[usage]int
 }
+
+// usage is what a recent flow runs now and the most it ran at once.
+type usage struct{ busy, peak int }
 
 func (r *recentSet) count(f *flow) {
 	if f.counted {
@@ -43,12 +47,13 @@ func (r *recentSet) count(f *flow) {
 	}
 	c := r.classes[f.weight]
 	if c == nil {
-		c = &weightClass{busy: map[int]int{}}
+		c = &weightClass{busy: map[usage]int{}}
 		r.classes[f.weight] = c
 	}
-	f.counted, f.cw, f.cb = true, f.weight, f.busy()
+	f.peak = max(f.peak, f.busy())
+	f.counted, f.cw, f.cu = true, f.weight, usage{f.busy(), f.peak}
 	c.n++
-	c.busy[f.cb]++
+	c.busy[f.cu]++
 	r.weight += f.cw
 }
 
@@ -59,8 +64,8 @@ func (r *recentSet) uncount(f *flow) {
 	f.counted = false
 	c := r.classes[f.cw]
 	c.n--
-	if c.busy[f.cb]--; c.busy[f.cb] == 0 {
-		delete(c.busy, f.cb)
+	if c.busy[f.cu]--; c.busy[f.cu] == 0 {
+		delete(c.busy, f.cu)
 	}
 	if c.n == 0 {
 		delete(r.classes, f.cw)
@@ -72,9 +77,11 @@ func (r *recentSet) uncount(f *flow) {
 }
 
 // owedExcept sums the slots the counted flows other than self are still
-// owed: their share of total beyond what they run, where sum is the
-// weight the shares divide. It costs a pass over the weights in use and
-// the busy counts below each weight's share, not over the flows.
+// owed: their share of total, but no more than they have run at once
+// while recent (a client with one stream is not kept four slots), beyond
+// what they run now; sum is the weight the shares divide. It costs a
+// pass over the weights in use and the usages found with each, not over
+// the flows.
 func (r *recentSet) owedExcept(self *flow, total int, sum float64) float64 {
 	var owed float64
 	for w, c := range r.classes {
@@ -82,14 +89,19 @@ func (r *recentSet) owedExcept(self *flow, total int, sum float64) float64 {
 		if s < 1 {
 			continue
 		}
-		for b, n := range c.busy {
-			owed += max(s-float64(b), 0) * float64(n)
+		for u, n := range c.busy {
+			owed += u.owed(s) * float64(n)
 		}
 	}
 	if self.counted {
-		owed -= max(math.Floor(float64(total)*self.cw/sum+1e-9)-float64(self.cb), 0)
+		owed -= self.cu.owed(math.Floor(float64(total)*self.cw/sum + 1e-9))
 	}
 	return owed
+}
+
+// owed is what a flow of share slots (whole) is owed beyond what it runs.
+func (u usage) owed(share float64) float64 {
+	return max(min(share, float64(u.peak))-float64(u.busy), 0)
 }
 
 // maxWeight is the highest weight counted; 0 when none is.
@@ -135,6 +147,7 @@ func (s *Scheduler) expire(m *model, t int64) {
 		f.queued = false
 		if !f.active() && f.counted {
 			m.recent.uncount(f)
+			f.peak = 0 // a new busy period when it returns
 			s.forget(f)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 func checkRecent(t *testing.T, step int, s *Scheduler, m *model) {
 	t.Helper()
 	var w float64
-	classes := map[float64]map[int]int{}
+	classes := map[float64]map[usage]int{}
 	for f := range m.members {
 		age := s.clock - f.seenAt
 		switch {
@@ -27,14 +27,14 @@ func checkRecent(t *testing.T, step int, s *Scheduler, m *model) {
 			t.Fatalf("step %d: %s seen %v ago and still counted", step, f.key, time.Duration(age))
 		}
 		if f.counted {
-			if f.cw != f.weight || f.cb != f.busy() {
-				t.Fatalf("step %d: %s counted as weight %v busy %d, is %v %d", step, f.key, f.cw, f.cb, f.weight, f.busy())
+			if u := (usage{f.busy(), f.peak}); f.cw != f.weight || f.cu != u {
+				t.Fatalf("step %d: %s counted as weight %v %+v, is %v %+v", step, f.key, f.cw, f.cu, f.weight, u)
 			}
 			w += f.weight
 			if classes[f.weight] == nil {
-				classes[f.weight] = map[int]int{}
+				classes[f.weight] = map[usage]int{}
 			}
-			classes[f.weight][f.busy()]++
+			classes[f.weight][f.cu]++
 		}
 	}
 	if abs(w-m.recent.weight) > 1e-9 {
@@ -49,7 +49,7 @@ func checkRecent(t *testing.T, step int, s *Scheduler, m *model) {
 		for b, k := range busy {
 			n += k
 			if c == nil || c.busy[b] != k {
-				t.Fatalf("step %d: weight %v busy %d: kept %v, a pass gives %d", step, cw, b, c, k)
+				t.Fatalf("step %d: weight %v %+v: kept %v, a pass gives %d", step, cw, b, c, k)
 			}
 		}
 		if c.n != n {

@@ -118,3 +118,25 @@ func TestHoldCountsATakenSlotBeforeItStarts(t *testing.T) {
 		t.Fatalf("a with one request running: Access = %d, want AccessHeadroom (%d)", got, AccessHeadroom)
 	}
 }
+
+// A bucket below its share is kept no more room than it ran at once:
+// a light client of one stream beside heavy, both of share 4 of 8 slots,
+// is kept one slot between its requests, not four.
+func TestAccessKeepsNoMoreThanTheBucketUsed(t *testing.T) {
+	s := New(0)
+	for range 6 {
+		s.Start(key("heavy"), 1, t0)
+	}
+	s.Start(key("light"), 1, t0)
+	s.Done(key("light"), t0)
+	if got := s.Access(key("heavy"), 1, 6, 8, 0, t0); got != AccessLimit {
+		t.Fatalf("heavy at 6 of 8 with light owed 1: %d, want AccessLimit", got)
+	}
+	s.Start(key("heavy"), 1, t0)
+	if got := s.Access(key("heavy"), 1, 7, 8, 0, t0); got != AccessWait {
+		t.Fatalf("heavy at 7 of 8 with light owed 1: %d, want AccessWait", got)
+	}
+	if got := s.Access(key("light"), 1, 7, 8, 0, t0); got != AccessHeadroom {
+		t.Fatalf("light: %d, want AccessHeadroom (owed)", got)
+	}
+}

@@ -82,8 +82,9 @@ type flow struct {
 	// seen at idleAt. See recent.go.
 	counted, queued, idleQueued bool
 	cw                          float64
-	cb                          int
+	cu                          usage
 	queuedAt, idleAt            int64
+	peak                        int // the most it ran at once while recent
 
 	recent   float64 // weighted service, decayed with the half-life
 	decayAt  int64   // unix ns of the last decay

@@ -132,9 +132,9 @@ func TestLearnedLimitConverges(t *testing.T) {
 			synctest.Wait()
 			limits = append(limits, p.Stats()[0].Limit)
 		}
-		// Fallback (30) until the first reading, which finds 18 of the
-		// 30 waiting and the cache full: the limit is what runs, 12, and
-		// the full cache keeps it there.
+		// Start's first reading finds an idle server: 8; full at 8,
+		// with the cache two thirds full, it grows by half to 12, where
+		// the full cache stops it.
 		st := p.Stats()[0]
 		if st.Room != RoomMetrics || st.Limit != 12 {
 			t.Fatalf("after 3 s: %+v (limits %v), want room metrics, limit 12", st, limits)
