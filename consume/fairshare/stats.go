@@ -61,9 +61,11 @@ func (s *Scheduler) Models(now time.Time) []ModelStat {
 	defer s.mu.Unlock()
 	t := now.UnixNano()
 	out := make([]ModelStat, 0, len(s.models))
+	for _, m := range s.models {
+		s.expire(m, t) // what it uncounts, sweep may forget
+	}
 	s.sweep(t)
 	for name, m := range s.models {
-		s.expire(m, t)
 		ms := ModelStat{Model: name, Grants: m.grants, Jain: 1}
 		for b := range m.heaps {
 			ms.Waiting[b] = len(m.heaps[b])
