@@ -40,9 +40,10 @@ const (
 // It is a pure decision over readings; the Pool calls it under its lock.
 //
 // The rule, per reading: when the server queues (requests waiting in two
-// readings in a row, or once while the KV cache is past its threshold or
-// right after the limit grew; otherwise a single reading with a waiting
-// request is a request caught between two engine steps), the limit drops
+// readings in a row, or once right after the limit grew; otherwise a
+// single reading with a waiting request is a request caught between two
+// engine steps, or one we sent the moment ours ended and before the
+// server freed its sequence), the limit drops
 // to what the server runs of ours, our in-flight count less its waiting
 // requests. When it does not queue, the KV cache is under the threshold,
 // and both our in-flight count and the server's running count are at
@@ -70,7 +71,7 @@ func newLearner(ceiling int, kvMax float64) learner {
 // ran on the server, and reports whether the limit grew.
 func (l *learner) observe(g vllmmetrics.Gauges, inFlight int) (grew bool) {
 	waiting := g.Waiting > 0
-	queued := waiting && (l.waited || l.grew || g.KVCache >= l.kvMax)
+	queued := waiting && (l.waited || l.grew)
 	l.waited, l.grew = waiting, false
 	if queued {
 		l.saturated, l.calm = true, 0

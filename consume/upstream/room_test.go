@@ -39,7 +39,8 @@ func TestLearnerSteps(t *testing.T) {
 		{16, 0, 0.5, 17, 17},   // the server runs 16 of our 17: one ended that we have not seen; no growth
 		{17, 1, 0.6, 17, 17},   // one reading with waiting, not after a growth: caught between steps
 		{17, 0, 0.96, 17, 17},  // KV past the threshold: no growth
-		{17, 1, 0.97, 17, 16},  // KV past the threshold and waiting: queued at once
+		{17, 1, 0.97, 17, 17},  // KV past the threshold and one reading with waiting: still a transient
+		{17, 1, 0.97, 17, 16},  // twice: queued
 		{16, 0, 0.5, 16, 16},   // calm
 		{200, 50, 0.5, 20, 16}, // other clients' requests: one reading proves nothing
 		{200, 50, 0.5, 20, 1},  // twice: ours less the queue, at least 1
