@@ -88,7 +88,7 @@ type fairPhase struct {
 	Window time.Duration
 }
 
-// fairCase is one row of the table: one gateway config, one or
+// fairCase is one case of the scenario: one gateway config, one or
 // more phases run one after the other on it.
 type fairCase struct {
 	ID, Title string
@@ -114,7 +114,7 @@ func (c fairCase) tenant(id string) fairTenant {
 // the weights; 64-token outputs put one request at 2-4 %.
 const weightsTokens = 64
 
-// fairCases are the cases; window is the measured window of a
+// fairCases are the scenario's cases, one per fairness claim; window is the measured window of a
 // saturated phase (the light "alone" phases get the same). A slot is held
 // for a whole request, so the all-backlogged cases warm up for longer than
 // their longest request and measure over several of them: a window

@@ -124,7 +124,7 @@ func fairFiguresOf(cases []fairCase, byCase map[string]map[string]fairWindow) fa
 // beside it.
 const fairJudged = "default"
 
-// fairCheck is one target of the issue, checked on the fairJudged run.
+// fairCheck is one claim and its bar, checked on the fairJudged run.
 type fairCheck struct {
 	claim, target, metric string
 	value                 func(f, poll fairFigures) float64

@@ -11,9 +11,9 @@ import (
 	"github.com/pacegate/pacegate/consume/embedded"
 )
 
-// The seed's POC (§7.3): 50 LiteTopics share 50 workers; every topic
-// gets a message every 100 ms; the first k topics are throttled for
-// 300 ms per message.
+// Isolation: 50 LiteTopics share 50 workers; every topic gets a message
+// every 100 ms; the first k topics are throttled for 300 ms per message.
+// A throttled topic must cost the healthy ones nothing.
 const (
 	isoTopics   = 50
 	isoWorkers  = 50
@@ -121,7 +121,7 @@ func isoSuspend(ctx context.Context, dur time.Duration, throttled int) ([]float6
 
 // isoSleep is the contrast: a classic consumer whose pool takes every
 // tenant's messages from one shared queue, a throttled message sleeping
-// 300 ms on its worker (Thread.sleep in the seed).
+// 300 ms on its worker (a Thread.sleep-style consumer).
 func isoSleep(ctx context.Context, dur time.Duration, throttled int) ([]float64, int) {
 	l := newWaitLog()
 	queue := make(chan string, isoTopics*int(dur/isoInterval))

@@ -22,13 +22,13 @@ func (r isoRun) label() string { return fmt.Sprintf("%s, %d throttled", r.mode, 
 func runIsolation(ctx context.Context, e *env, res *ScenarioResult) error {
 	dur := time.Duration(e.pick(3, 10)) * time.Second
 	rounds := e.pick(3, 5)
-	res.Setup = fmt.Sprintf("The seed's POC (§7.3) on the embedded LiteTopic engine: %d LiteTopics share %d workers; each topic gets a "+
+	res.Setup = fmt.Sprintf("On the embedded LiteTopic engine: %d LiteTopics share %d workers; each topic gets a "+
 		"message every %s for %s per run, %d interleaved rounds of each Suspend run (figures: median over rounds); the first k topics are throttled for %s per message (k = 0, 5, 40). pacegate's way: the handler "+
 		"returns Suspend(300ms) and the worker is free at once. Healthy messages are dispatched (acknowledged) at once, as pacegate's "+
 		"consumer acks at dispatch. Queue wait = publish → handler call of healthy messages.",
 		isoTopics, isoWorkers, isoInterval, dur, rounds, isoThrottle)
 	res.Baseline = "the same engine with nothing throttled (k = 0), same run; contrast: a classic shared-queue pool of 50 workers " +
-		"where a throttled message sleeps 300 ms on its worker (the seed's Thread.sleep)."
+		"where a throttled message sleeps 300 ms on its worker (Thread.sleep-style)."
 	runs, err := isoSuspendRounds(ctx, dur, rounds)
 	if err != nil {
 		return err

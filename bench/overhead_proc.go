@@ -15,16 +15,21 @@ import (
 // so that each one's CPU time can be read from /proc/<pid>/stat.
 const (
 	ohProcClients = 32  // closed-loop streams of the CPU rounds
-	ohProcTokens  = 32  // tokens per stream of the CPU rounds
 	ohOpenRate    = 1e3 // requests/s of the open-loop rounds
 	ohOpenTokens  = 8   // tokens per stream of the open-loop rounds
 	ohOpenTenants = 200 // buckets the open loop spreads over: 5 req/s each
 	ohProcRate    = 50  // each bucket's pacing rate (req/s): never binds here
 )
 
+// ohProcTokens are the stream lengths of the CPU rounds: a short answer,
+// where per-request work weighs most, and a long one, where per-chunk
+// work does.
+var ohProcTokens = []int{64, 256}
+
 // ohProcRound is one measured round through one process.
 type ohProcRound struct {
 	path     string
+	tokens   int // per stream
 	ok, errs int
 	cpu      time.Duration // utime+stime of the process over the round
 	ttft     []float64     // ms
@@ -83,13 +88,14 @@ func (p *ohProcs) stop() {
 	_ = os.RemoveAll(p.dir)
 }
 
-// ohMeasureCPU drives ohProcClients closed-loop streams (worker w on
-// tenant t<w>, its own bucket) through c for dur, and reads c's CPU time
-// before the first request and after the last one ended.
-func ohMeasureCPU(ctx context.Context, c *child, dur time.Duration) ohProcRound {
+// ohMeasureCPU drives ohProcClients closed-loop streams of tokens
+// tokens (worker w on tenant t<w>, its own bucket) through c for dur,
+// and reads c's CPU time before the first request and after the last one
+// ended.
+func ohMeasureCPU(ctx context.Context, c *child, dur time.Duration, tokens int) ohProcRound {
 	client := newClient(ohProcClients)
-	body := chatBody(simModel, ohProcTokens, true)
-	r := ohProcRound{path: c.name}
+	body := chatBody(simModel, tokens, true)
+	r := ohProcRound{path: c.name, tokens: tokens}
 	var mu sync.Mutex
 	ctx, cancel := context.WithTimeout(ctx, dur)
 	defer cancel()
@@ -107,7 +113,7 @@ func ohMeasureCPU(ctx context.Context, c *child, dur time.Duration) ohProcRound 
 			for n := 0; ctx.Err() == nil && n < 100_000; n++ {
 				tr := ohStream(ctx, client, c.url, key, body)
 				mu.Lock()
-				r.add(tr, ohProcTokens)
+				r.add(tr, tokens)
 				mu.Unlock()
 			}
 		}()
@@ -131,7 +137,7 @@ func ohMeasureOpen(ctx context.Context, c *child, dur time.Duration) ohProcRound
 	for i := range events {
 		events[i] = event{At: time.Duration(float64(i) / ohOpenRate * float64(time.Second)), Tenant: i % ohOpenTenants}
 	}
-	r := ohProcRound{path: c.name}
+	r := ohProcRound{path: c.name, tokens: ohOpenTokens}
 	var mu sync.Mutex
 	before, _ := c.cpu()
 	ctx, cancel := context.WithTimeout(ctx, dur+30*time.Second)
@@ -179,8 +185,10 @@ func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP,
 		if ctx.Err() != nil {
 			break
 		}
-		cpuB = append(cpuB, ohMeasureCPU(ctx, p.bare, cpuDur))
-		cpuP = append(cpuP, ohMeasureCPU(ctx, p.pg, cpuDur))
+		for _, tokens := range ohProcTokens {
+			cpuB = append(cpuB, ohMeasureCPU(ctx, p.bare, cpuDur, tokens))
+			cpuP = append(cpuP, ohMeasureCPU(ctx, p.pg, cpuDur, tokens))
+		}
 	}
 	openRounds, openDur := e.pick(3, 4), time.Duration(e.pick(3, 10))*time.Second
 	for range openRounds {

@@ -113,6 +113,6 @@ func rmqReport(res *ScenarioResult, rounds []rmqRound) {
 	added50 := Quantile(rmq.ttft, 0.5) - Quantile(emb.ttft, 0.5)
 	added99 := Quantile(rmq.ttft, 0.99) - Quantile(emb.ttft, 0.99)
 	res.metric("added_ttft_p50_ms", added50)
-	res.note("RocketMQ vs embedded: %s× the requests/s; added TTFT p50 %s ms, p99 %s ms (no bar in the issue: reported only).",
+	res.note("RocketMQ vs embedded: %s× the requests/s; added TTFT p50 %s ms, p99 %s ms (no bar: reported only).",
 		f2(ratio(rmq.tput, emb.tput)), f2(added50), f2(added99))
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
 )
 
-// runRocketMQScale is issue 12's scale test on the real broker, in two
+// runRocketMQScale is the scale test on the real broker, in two
 // parts. The burst: 1,000 tenants new to the gateway (so 1,000 new
 // LiteTopics) send their first requests at the same moment through the
 // whole gateway; no request may get a 503. The backend at scale: one
@@ -37,7 +37,7 @@ func runRocketMQScale(ctx context.Context, e *env, res *ScenarioResult) error {
 		"backend (one replica) publishes to %d LiteTopics (one message each, all at once, 256 publishers), then %d rounds in which "+
 		"a random %d%% of them (more than half active at once) get one message each; the handler acknowledges at once.",
 		tenants-1, perTenant, topics, rounds, 60)
-	res.Baseline = "the embedded backend for the burst; the issue's bars for the backend at scale."
+	res.Baseline = "the embedded backend for the burst; absolute bars for the backend at scale."
 	if rocketmqEndpoint() == "" {
 		res.Skipped = rmqHowTo
 		return nil

@@ -21,13 +21,14 @@ type scenario struct {
 var scenarios = []scenario{
 	{"overhead", "1. Overhead", 150 * time.Second, 8 * time.Minute, 0, runOverhead},
 	{"pacing", "2. Pacing precision", 45 * time.Second, 3 * time.Minute, 0, runPacing},
-	{"isolation", "3. Isolation (the seed's POC)", 60 * time.Second, 3 * time.Minute, 0, runIsolation},
+	{"isolation", "3. Isolation of throttled tenants", 60 * time.Second, 3 * time.Minute, 0, runIsolation},
 	{"throttling", "4. Throttling ratio (the headline)", 120 * time.Second, 6 * time.Minute, 0, runThrottling},
 	{"scale", "5. Scale", 45 * time.Second, 4 * time.Minute, 0, runScale},
 	{"disconnect", "6. Disconnect", 30 * time.Second, 2 * time.Minute, 0, runDisconnect},
 	{"rocketmq", "7. RocketMQ backend", 60 * time.Second, 4 * time.Minute, 0, runRocketMQ},
-	{"rocketmq-scale", "7b. RocketMQ at scale (issue 12)", 4 * time.Minute, 8 * time.Minute, 0, runRocketMQScale},
-	{"fairness", "8. Fair sharing of a saturated pool (issue 10)", 240 * time.Second, 8 * time.Minute, 2 * time.Minute, runFairness},
+	{"rocketmq-scale", "7b. RocketMQ at scale", 4 * time.Minute, 8 * time.Minute, 0, runRocketMQScale},
+	{"fairness", "8. Fair sharing of a saturated pool", 240 * time.Second, 8 * time.Minute, 2 * time.Minute, runFairness},
+	{"prefix", "9. KV-cache-aware routing", 4 * time.Minute, 8 * time.Minute, 0, runPrefix},
 }
 
 func scenarioIDs() []string {

@@ -51,6 +51,15 @@ func startSim(cfg vllmsim.Config, record bool) (*upstreamSim, error) {
 // Close stops the listener and cuts the connections still open.
 func (s *upstreamSim) Close() { _ = s.srv.Close() }
 
+// drain stops the listener and lets the requests in flight finish, as a
+// server shut down gracefully does; it returns when they have (or after
+// a minute).
+func (s *upstreamSim) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+}
+
 func (s *upstreamSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		s.Server.ServeHTTP(w, r)

@@ -134,7 +134,13 @@ func (c *Consumer) invoke(p *Pending, slot Slot, m *meter) {
 		m.observe(ev)
 		return p.Send(ev)
 	}
-	if err := slot.Do(p.Ctx, p.Req, emit); err != nil {
+	err := slot.Do(p.Ctx, p.Req, emit)
+	if u := m.tally.Usage; m.tally.Known && u.Cached {
+		if r, ok := slot.(CacheReporter); ok {
+			r.Cached(p.Req, u.PromptTokens, u.CachedTokens)
+		}
+	}
+	if err != nil {
 		p.Send(Event{Kind: EventError, Err: err})
 		return
 	}

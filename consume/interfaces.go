@@ -50,11 +50,21 @@ type Slot interface {
 	// after the response ended cleanly, or the error that ended it. A
 	// failure before the first response byte may be retried on another
 	// upstream inside Do; after it never. Cancelling ctx aborts the
-	// upstream call. Do releases the slot when it returns.
+	// upstream call. Do releases the slot when it returns. An
+	// EventChunk's Data is valid only during its emit call (it aliases
+	// the relay's read buffer, so that a chunk costs no allocation):
+	// emit copies what it keeps, as [Pending.Send] does.
 	Do(ctx context.Context, req *Request, emit func(Event) error) error
 	// Release gives the slot back without using it. Calling it after Do
 	// (or twice) is a no-op.
 	Release()
+}
+
+// CacheReporter is implemented by a Slot that learns from the prefix
+// cache hits its upstream reports: after Do, the consumer tells it the
+// response's prompt tokens and how many of them were cached.
+type CacheReporter interface {
+	Cached(req *Request, prompt, cached int64)
 }
 
 // Waker is implemented by a Backend that can end a LiteTopic's suspension

@@ -33,7 +33,6 @@ const (
 // than one shard lock. Safe for concurrent use.
 type ledger struct {
 	seed   maphash.Seed
-	now    func() time.Time // time.Now; a field so that tests can pin it
 	shards [ledgerShards]ledgerShard
 }
 
@@ -73,7 +72,7 @@ type BucketStat struct {
 }
 
 func newLedger() *ledger {
-	l := &ledger{seed: maphash.MakeSeed(), now: time.Now}
+	l := &ledger{seed: maphash.MakeSeed()}
 	for i := range l.shards {
 		l.shards[i].m = make(map[policy.Key]waitList)
 	}
@@ -176,7 +175,7 @@ func (l *ledger) suspended(k policy.Key, until time.Time) {
 // stat returns a snapshot of k's queue.
 func (l *ledger) stat(k policy.Key) (BucketStat, bool) {
 	s := l.shard(k)
-	now := l.now().UnixNano()
+	now := time.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.m[k]

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pacegate/pacegate/policy"
 )
@@ -73,7 +74,7 @@ func (l *ledger) list(q ListQuery) (items []BucketStat, total int) {
 }
 
 func (l *ledger) candidates(q ListQuery) []candidate {
-	now := l.now().UnixNano()
+	now := time.Now().UnixNano()
 	n := 0
 	for i := range l.shards { // size the slice once: 100,000 appends would regrow it
 		s := &l.shards[i]

@@ -67,11 +67,11 @@ func (m *meter) observe(ev Event) {
 	}
 	switch ev.Kind {
 	case EventBody:
-		if m.tally.Body(ev.Data) {
+		if _, reported := m.tally.Observe(&ev); reported {
 			m.usage(m.tally.Usage, true)
 		}
 	case EventChunk:
-		token, reported := m.tally.Chunk(ev.Name, ev.Data)
+		token, reported := m.tally.Observe(&ev)
 		if reported {
 			m.usage(m.tally.Usage, m.tally.Final)
 			return
@@ -142,6 +142,27 @@ type Usage struct {
 	// Only is true for a streamed chunk that carries usage and no choices
 	// (the chunk include_usage adds at the end of a stream).
 	Only bool
+	// CachedTokens is the part of PromptTokens the server found in its
+	// prefix cache, when it said (Cached): prompt_tokens_details or
+	// input_tokens_details .cached_tokens, or Anthropic's
+	// cache_read_input_tokens.
+	CachedTokens int64
+	Cached       bool
+}
+
+// cachedDetails is the OpenAI spelling of cached prompt tokens.
+type cachedDetails struct {
+	CachedTokens *int64 `json:"cached_tokens"`
+}
+
+// cached sets u's cached tokens from whichever spelling is present.
+func (u *Usage) cached(details ...*cachedDetails) {
+	for _, d := range details {
+		if d != nil && d.CachedTokens != nil {
+			u.CachedTokens, u.Cached = *d.CachedTokens, true
+			return
+		}
+	}
 }
 
 var usageKey = []byte(`"usage"`)
@@ -156,15 +177,17 @@ func ParseUsage(data []byte) (Usage, bool) {
 	var f struct {
 		Choices []json.RawMessage `json:"choices"`
 		Usage   *struct {
-			Prompt     int64 `json:"prompt_tokens"`
-			Completion int64 `json:"completion_tokens"`
-			Total      int64 `json:"total_tokens"`
+			Prompt     int64          `json:"prompt_tokens"`
+			Completion int64          `json:"completion_tokens"`
+			Total      int64          `json:"total_tokens"`
+			Details    *cachedDetails `json:"prompt_tokens_details"`
 		} `json:"usage"`
 	}
 	if json.Unmarshal(data, &f) != nil || f.Usage == nil {
 		return Usage{}, false
 	}
 	u := Usage{PromptTokens: f.Usage.Prompt, CompletionTokens: f.Usage.Completion, TotalTokens: f.Usage.Total, Only: len(f.Choices) == 0}
+	u.cached(f.Usage.Details)
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}

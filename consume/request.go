@@ -28,6 +28,13 @@ type Request struct {
 	// Header holds extra request headers for the upstream (e.g.
 	// anthropic-version). Nil means none.
 	Header http.Header
+	// Prefix is the chained hashes of the leading blocks of the rendered
+	// prompt (package consume/upstream/prefix) and PromptBytes the
+	// rendered prompt's whole length: what prefix routing sends to the
+	// upstream most likely to hold it in its KV cache. Nil for routes
+	// without a prompt to reuse (embeddings, rerank, audio ...).
+	Prefix      []uint64
+	PromptBytes int
 	// Upstream pins the request to the upstream with this URL (a
 	// follow-up of a stored response lives there only). Empty means any
 	// upstream serving the model.
@@ -80,9 +87,17 @@ type Event struct {
 	// Upstream is, on EventHeader, the URL of the upstream that answered.
 	Upstream string
 	Name     string // EventChunk: the SSE event name, if any
-	Data     []byte
-	Err      error
-	// At is when the consumer produced the event (for time-to-first-token).
+	// Data is an EventChunk's or EventBody's payload. An EventChunk's
+	// Data received from a Pending is valid until the next event is
+	// received from it (the Pending reuses its buffers; copy to keep).
+	Data []byte
+	// Reading is what the event says of the response's usage, read once
+	// by the relay in its pass over the bytes; zero when the producer
+	// did not read it (see [Tally.Observe]).
+	Reading Reading
+	Err     error
+	// At is when the consumer produced the event (for time-to-first-token);
+	// Send leaves it zero on an EventChunk.
 	At time.Time
 }
 
@@ -103,8 +118,13 @@ type Pending struct {
 	// request or aborts the upstream call.
 	Ctx context.Context
 
-	seq      uint64 // its entry in the bucket's ledger
-	events   chan Event
+	seq    uint64 // its entry in the bucket's ledger
+	events chan Event
+	// chunks holds the Data of the last chunks sent, reused in turn so
+	// that a streamed chunk costs no allocation; next is the one to use.
+	// Only the sending goroutine touches them (see Send).
+	chunks   [chunkBuffers][]byte
+	next     int
 	state    atomic.Int32
 	departed atomic.Bool  // its ledger entry was removed
 	released atomic.Int64 // unix nanos of the release to the upstream
@@ -115,6 +135,13 @@ type Pending struct {
 // client's context) beyond. Kept small: it is allocated for every request.
 const eventBuffer = 16
 
+// chunkBuffers is how many chunk buffers a Pending reuses in turn. The
+// sender fills buffer i again only once the send of the chunk
+// chunkBuffers-1 later has completed, which the channel's capacity
+// allows only after the handler received the chunk after i's: so a
+// chunk's Data stays valid until the next event is received.
+const chunkBuffers = eventBuffer + 2
+
 func newPending(ctx context.Context, req *Request) *Pending {
 	return &Pending{Req: req, Ctx: ctx, events: make(chan Event, eventBuffer)}
 }
@@ -124,10 +151,14 @@ func (p *Pending) Events() <-chan Event { return p.events }
 
 // Send delivers ev to the handler. It blocks while the channel is full and
 // returns the context's error if the client has gone: a chunk is never
-// dropped while someone is listening.
+// dropped while someone is listening. An EventChunk's Data is copied
+// (into a reused buffer), so the caller may reuse its own; chunks are
+// sent by one goroutine at a time (the upstream call's).
 func (p *Pending) Send(ev Event) error {
-	if ev.At.IsZero() {
-		ev.At = time.Now()
+	if ev.Kind == EventChunk {
+		ev.Data = p.keep(ev.Data)
+	} else if ev.At.IsZero() {
+		ev.At = time.Now() // a chunk is not stamped: nobody reads it, and it is a clock read per chunk
 	}
 	select {
 	case p.events <- ev:
@@ -135,6 +166,25 @@ func (p *Pending) Send(ev Event) error {
 	case <-p.Ctx.Done():
 		return p.Ctx.Err()
 	}
+}
+
+// chunkRoom is the room each chunk buffer starts with: the buffers are
+// carved from one allocation at a stream's first chunk, and one that
+// receives a longer chunk grows on its own.
+const chunkRoom = 384
+
+// keep copies a chunk's data into the next of p's chunk buffers.
+func (p *Pending) keep(data []byte) []byte {
+	if p.chunks[0] == nil {
+		slab := make([]byte, chunkBuffers*chunkRoom)
+		for i := range p.chunks {
+			p.chunks[i] = slab[i*chunkRoom : i*chunkRoom : (i+1)*chunkRoom]
+		}
+	}
+	b := append(p.chunks[p.next][:0], data...)
+	p.chunks[p.next] = b
+	p.next = (p.next + 1) % chunkBuffers
+	return b
 }
 
 // claim moves a queued request to dispatched. It returns false if it was

@@ -64,6 +64,57 @@ type Tally struct {
 	Streamed int64
 }
 
+// Reading is what one streamed event or body says of its response's
+// usage: read once, in the relay's pass over the bytes, and carried on
+// the Event to every reader of the response (the consumer's meter, the
+// gateway's account), which then count without parsing.
+type Reading struct {
+	// Read says the fields below were filled.
+	Read bool
+	// Token: the event is one generated token.
+	Token bool
+	// Reported: it carried usage. Usage and Final are then the totals
+	// and finality after it, in the response's shape.
+	Reported bool
+	Final    bool
+	Usage    Usage
+}
+
+// Read reads one event of the response (an EventChunk or EventBody's
+// name and data) and returns what it says, with t's totals after it.
+func (t *Tally) Read(kind EventKind, name string, data []byte) Reading {
+	r := Reading{Read: true}
+	switch kind {
+	case EventChunk:
+		r.Token, r.Reported = t.Chunk(name, data)
+	case EventBody:
+		r.Reported = t.Body(data)
+	default:
+		return r
+	}
+	if r.Reported {
+		r.Usage, r.Final = t.Usage, t.Final
+	}
+	return r
+}
+
+// Observe counts ev into t: from its Reading when the relay read it,
+// else from its bytes. It reports what Chunk reports.
+func (t *Tally) Observe(ev *Event) (token, reported bool) {
+	r := ev.Reading
+	if !r.Read {
+		r = t.Read(ev.Kind, ev.Name, ev.Data)
+		return r.Token, r.Reported
+	}
+	if r.Token {
+		t.Streamed++
+	}
+	if r.Reported {
+		t.Usage, t.Known, t.Final = r.Usage, true, r.Final
+	}
+	return r.Token, r.Reported
+}
+
 // Chunk reads one streamed event (name is its "event:" field, empty for
 // the OpenAI shape). token says the event is one generated token for the
 // fair-share meter; reported that it carried usage, now in t.Usage.
@@ -149,6 +200,9 @@ func (t *Tally) anthropicChunk(name string, data []byte) (token, reported bool) 
 			u.PromptTokens = t.Usage.PromptTokens
 		}
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+		if !u.Cached { // said on message_start only
+			u.CachedTokens, u.Cached = t.Usage.CachedTokens, t.Usage.Cached
+		}
 		t.Usage, t.Known, t.Final = u, true, true
 		return false, true
 	}
@@ -181,12 +235,20 @@ type wireUsage struct {
 	Input      *int64 `json:"input_tokens"`
 	Output     int64  `json:"output_tokens"`
 	// Anthropic counts cached prompt tokens apart from input_tokens.
-	CacheCreation int64 `json:"cache_creation_input_tokens"`
-	CacheRead     int64 `json:"cache_read_input_tokens"`
+	CacheCreation int64  `json:"cache_creation_input_tokens"`
+	CacheRead     *int64 `json:"cache_read_input_tokens"`
+	// The OpenAI spellings of cached prompt tokens.
+	PromptDetails *cachedDetails `json:"prompt_tokens_details"`
+	InputDetails  *cachedDetails `json:"input_tokens_details"`
 }
 
 func (w *wireUsage) normal() Usage {
-	u := Usage{PromptTokens: w.Prompt + w.CacheCreation + w.CacheRead, CompletionTokens: w.Completion + w.Output}
+	u := Usage{PromptTokens: w.Prompt + w.CacheCreation, CompletionTokens: w.Completion + w.Output}
+	if w.CacheRead != nil {
+		u.PromptTokens += *w.CacheRead
+		u.cached(&cachedDetails{CachedTokens: w.CacheRead})
+	}
+	u.cached(w.PromptDetails, w.InputDetails)
 	if w.Input != nil {
 		u.PromptTokens += *w.Input
 	}

@@ -20,7 +20,7 @@ func TestTally(t *testing.T) {
 			{"", `{"choices":[{"delta":{"content":"a"}}]}`},
 			{"", `{"choices":[{"delta":{"content":"b"}}]}`},
 			{"", `{"choices":[],"usage":{"prompt_tokens":6,"completion_tokens":2,"total_tokens":8}}`},
-		}, 2, Usage{6, 2, 8, true}, true, 8},
+		}, 2, Usage{6, 2, 8, true, 0, false}, true, 8},
 		{"chat cut", ShapeOpenAI, []chunk{
 			{"", `{"choices":[{"delta":{"content":"a"}}]}`},
 		}, 1, Usage{}, false, 101},
@@ -30,7 +30,7 @@ func TestTally(t *testing.T) {
 			{"response.output_text.delta", `{"type":"response.output_text.delta","delta":"b"}`},
 			{"response.output_text.done", `{"type":"response.output_text.done","text":"ab"}`},
 			{"response.completed", `{"type":"response.completed","response":{"id":"resp_1","usage":{"input_tokens":5,"output_tokens":2,"total_tokens":7}}}`},
-		}, 2, Usage{5, 2, 7, false}, true, 7},
+		}, 2, Usage{5, 2, 7, false, 0, false}, true, 7},
 		{"responses cut", ShapeResponses, []chunk{
 			{"response.created", `{"type":"response.created"}`},
 			{"response.output_text.delta", `{"delta":"a"}`},
@@ -45,12 +45,21 @@ func TestTally(t *testing.T) {
 			{"content_block_stop", `{"type":"content_block_stop","index":0}`},
 			{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":3}}`},
 			{"message_stop", `{"type":"message_stop"}`},
-		}, 3, Usage{9, 3, 12, false}, true, 12},
+		}, 3, Usage{9, 3, 12, false, 0, false}, true, 12},
+		{"anthropic cached", ShapeAnthropic, []chunk{
+			{"message_start", `{"type":"message_start","message":{"usage":{"input_tokens":4,"cache_read_input_tokens":32,"output_tokens":1}}}`},
+			{"content_block_delta", `{"delta":{"text":"a"}}`},
+			{"message_delta", `{"type":"message_delta","usage":{"output_tokens":1}}`},
+		}, 1, Usage{36, 1, 37, false, 32, true}, true, 37},
+		{"chat cached", ShapeOpenAI, []chunk{
+			{"", `{"choices":[{"delta":{"content":"a"}}]}`},
+			{"", `{"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":1,"total_tokens":41,"prompt_tokens_details":{"cached_tokens":32}}}`},
+		}, 1, Usage{40, 1, 41, true, 32, true}, true, 41},
 		{"anthropic cut after start", ShapeAnthropic, []chunk{
 			{"message_start", `{"type":"message_start","message":{"usage":{"input_tokens":9,"output_tokens":1}}}`},
 			{"content_block_delta", `{"delta":{"text":"a"}}`},
 			{"content_block_delta", `{"delta":{"text":"b"}}`},
-		}, 2, Usage{9, 1, 10, false}, false, 11},
+		}, 2, Usage{9, 1, 10, false, 0, false}, false, 11},
 	}
 	for _, tc := range cases {
 		tl := Tally{Shape: tc.shape}
@@ -75,11 +84,13 @@ func TestTallyBody(t *testing.T) {
 		ok   bool
 		want Usage
 	}{
-		{`{"object":"chat.completion","usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`, true, Usage{3, 4, 7, false}},
-		{`{"object":"response","usage":{"input_tokens":5,"output_tokens":2,"total_tokens":7}}`, true, Usage{5, 2, 7, false}},
-		{`{"type":"message","usage":{"input_tokens":9,"output_tokens":3,"cache_read_input_tokens":2}}`, true, Usage{11, 3, 14, false}},
-		{`{"object":"list","data":[],"usage":{"prompt_tokens":12,"total_tokens":12}}`, true, Usage{12, 0, 12, false}},
-		{`{"results":[],"usage":{"total_tokens":30}}`, true, Usage{30, 0, 30, false}},
+		{`{"object":"chat.completion","usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`, true, Usage{3, 4, 7, false, 0, false}},
+		{`{"object":"response","usage":{"input_tokens":5,"output_tokens":2,"total_tokens":7}}`, true, Usage{5, 2, 7, false, 0, false}},
+		{`{"type":"message","usage":{"input_tokens":9,"output_tokens":3,"cache_read_input_tokens":2}}`, true, Usage{11, 3, 14, false, 2, true}},
+		{`{"object":"list","data":[],"usage":{"prompt_tokens":12,"total_tokens":12}}`, true, Usage{12, 0, 12, false, 0, false}},
+		{`{"results":[],"usage":{"total_tokens":30}}`, true, Usage{30, 0, 30, false, 0, false}},
+		{`{"object":"chat.completion","usage":{"prompt_tokens":30,"completion_tokens":4,"total_tokens":34,"prompt_tokens_details":{"cached_tokens":16}}}`, true, Usage{30, 4, 34, false, 16, true}},
+		{`{"object":"response","usage":{"input_tokens":30,"input_tokens_details":{"cached_tokens":0},"output_tokens":2,"total_tokens":32}}`, true, Usage{30, 2, 32, false, 0, true}},
 		{`{"input_tokens":5}`, false, Usage{}},
 		{`{"usage":null}`, false, Usage{}},
 	}

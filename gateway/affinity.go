@@ -18,7 +18,6 @@ type affinity struct {
 	mu    sync.Mutex
 	max   int
 	ttl   time.Duration
-	now   func() time.Time
 	ids   map[string]*list.Element // of *pin
 	order *list.List               // front: most recently used
 }
@@ -29,8 +28,8 @@ type pin struct {
 	at                          time.Time // learned or last used
 }
 
-func newAffinity(size int, ttl time.Duration, now func() time.Time) *affinity {
-	return &affinity{max: size, ttl: ttl, now: now, ids: map[string]*list.Element{}, order: list.New()}
+func newAffinity(size int, ttl time.Duration) *affinity {
+	return &affinity{max: size, ttl: ttl, ids: map[string]*list.Element{}, order: list.New()}
 }
 
 // learn records that tenant's response id lives on upstream.
@@ -40,7 +39,7 @@ func (a *affinity) learn(id, tenant, model, upstream string) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	p := &pin{id: id, tenant: tenant, model: model, upstream: upstream, at: a.now()}
+	p := &pin{id: id, tenant: tenant, model: model, upstream: upstream, at: time.Now()}
 	if el, ok := a.ids[id]; ok {
 		el.Value = p
 		a.order.MoveToFront(el)
@@ -62,7 +61,7 @@ func (a *affinity) lookup(id, tenant string) (pin, bool) {
 		return pin{}, false
 	}
 	p := el.Value.(*pin)
-	now := a.now()
+	now := time.Now()
 	if now.Sub(p.at) > a.ttl {
 		a.drop(el)
 		return pin{}, false

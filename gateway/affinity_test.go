@@ -3,14 +3,16 @@ package gateway
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // The affinity map is bounded in size (least recently used go first) and
 // in idle time, and never hands one tenant's id to another.
-func TestAffinityBoundsAndTenants(t *testing.T) {
-	now := time.Unix(0, 0)
-	a := newAffinity(3, time.Minute, func() time.Time { return now })
+func TestAffinityBoundsAndTenants(t *testing.T) { synctest.Test(t, affinityBoundsAndTenants) }
+
+func affinityBoundsAndTenants(t *testing.T) {
+	a := newAffinity(3, time.Minute)
 	for i := range 3 {
 		a.learn(fmt.Sprintf("resp_%d", i), "alice", "m", "http://u1")
 	}
@@ -35,11 +37,11 @@ func TestAffinityBoundsAndTenants(t *testing.T) {
 	if a.Len() != 3 {
 		t.Errorf("Len = %d, want 3", a.Len())
 	}
-	now = now.Add(59 * time.Second)
+	time.Sleep(59 * time.Second)
 	if _, ok := a.lookup("resp_0", "alice"); !ok { // used: its idle time restarts
 		t.Error("resp_0 expired early")
 	}
-	now = now.Add(2 * time.Second) // resp_2 and resp_3 idle 61 s
+	time.Sleep(2 * time.Second) // resp_2 and resp_3 idle 61 s
 	if _, ok := a.lookup("resp_2", "alice"); ok {
 		t.Error("resp_2 outlived its TTL")
 	}

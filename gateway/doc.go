@@ -12,6 +12,10 @@
 // what it reserves against TPM. The route families live in their own
 // files: responses.go, messages.go, audio.go (multipart).
 //
+// Every request first passes three chi-style middleware (middleware.go):
+// its id, its access log line (written even when the handler panics) and
+// the recoverer that turns a panic into a 500 error body.
+//
 // A request's life reads straight down the handler (generate.go):
 //
 //  1. authenticate: the key names the tenant (401 otherwise);

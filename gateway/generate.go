@@ -22,7 +22,7 @@ type exchange struct {
 	adm      policy.Admission
 	pending  *consume.Pending
 	ctx      context.Context
-	log      *logInfo
+	log      *accessEntry
 
 	firstByte time.Time
 	tally     consume.Tally // the response's usage, in the route's shape
@@ -82,8 +82,8 @@ func (s *Server) admit(r *http.Request, rt *route) (*exchange, *APIError) {
 	if e != nil {
 		return nil, e
 	}
-	li := infoFrom(r.Context())
-	li.tenant, li.model = tenant.ID, req.Model
+	log := accessEntryFrom(r.Context())
+	log.tenant, log.model = tenant.ID, req.Model
 	if rt.kind != kindFollowUp && !s.serves(req.Model) {
 		return nil, errModelNotFound(req.Model)
 	}
@@ -94,8 +94,8 @@ func (s *Server) admit(r *http.Request, rt *route) (*exchange, *APIError) {
 		}
 		req.Upstream = p.upstream
 	}
-	x := &exchange{id: li.id, rt: rt, tenant: tenant, key: policy.Key{Tenant: tenant.ID, Model: req.Model},
-		req: req, admitted: time.Now(), log: li, tally: consume.Tally{Shape: rt.shape}}
+	x := &exchange{id: requestIDFrom(r.Context()), rt: rt, tenant: tenant, key: policy.Key{Tenant: tenant.ID, Model: req.Model},
+		req: req, admitted: time.Now(), log: log, tally: consume.Tally{Shape: rt.shape}}
 	x.adm = s.cfg.Admitter.Admit(tenant, req.Model, s.reservation(rt, req))
 	if !x.adm.Allowed {
 		return x, rateLimitError(x)
@@ -127,10 +127,18 @@ func (s *Server) parse(r *http.Request, rt *route, tenant string) (*apiRequest, 
 		return nil, e
 	}
 	req, e := parseAPIRequest(body, rt)
-	if e == nil && rt.dialect == dialectAnthropic {
+	if e != nil {
+		return nil, e
+	}
+	if rt.dialect == dialectAnthropic {
 		req.Header = anthropicHeaders(r.Header)
 	}
-	return req, e
+	if rt.prompt != nil && s.cfg.PrefixBytes > 0 {
+		c := promptChain(rt.prompt, req.fields, req.Model, s.cfg.PrefixBytes)
+		req.Prefix, req.PromptBytes = c.Hashes, c.Bytes
+	}
+	req.fields = nil
+	return req, nil
 }
 
 // anthropicHeaders are the request headers an Anthropic route passes
@@ -197,6 +205,7 @@ func (s *Server) upstreamRequest(x *exchange) *consume.Request {
 	return &consume.Request{
 		ID: x.id, Key: x.key, Path: x.req.Path, Body: x.req.Body, Stream: x.req.Stream,
 		Method: x.req.Method, ContentType: x.req.ContentType, Header: x.req.Header, Upstream: x.req.Upstream, Shape: x.rt.shape,
+		Prefix: x.req.Prefix, PromptBytes: x.req.PromptBytes,
 		Band: x.tenant.Priority.Band(), Weight: x.tenant.Weight, PromptTokens: x.req.PromptTokens,
 		CompletionTokens: s.expectedCompletion(x.rt, x.req), MaxBacklog: s.cfg.Table.Limits(x.key).Backlog, Submitted: x.admitted,
 	}

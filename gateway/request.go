@@ -30,6 +30,12 @@ type apiRequest struct {
 	// follow-up's response id).
 	PreviousID string
 	Upstream   string
+	// Prefix and PromptBytes are the prompt's chain for prefix routing
+	// (consume.Request.Prefix); fields are the body's top-level fields,
+	// kept from parsing until the chain is made.
+	Prefix      []uint64
+	PromptBytes int
+	fields      map[string]json.RawMessage
 }
 
 // maxModelNameBytes bounds the model name, which ends up in queue names,
@@ -92,7 +98,7 @@ func parseAPIRequest(body []byte, rt *route) (*apiRequest, *APIError) {
 		}
 		body = out
 	}
-	req.Body = body
+	req.Body, req.fields = body, fields
 	return req, nil
 }
 

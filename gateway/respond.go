@@ -40,7 +40,7 @@ func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange
 				status, header, x.upstream = ev.Status, ev.Header, ev.Upstream
 				s.markFirstByte(x, ev.At)
 			case consume.EventBody:
-				x.tally.Body(ev.Data)
+				x.tally.Observe(&ev)
 				s.learnID(x, "", ev.Data)
 				copyContentType(w.Header(), header)
 				w.WriteHeader(status)
@@ -74,7 +74,7 @@ func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange
 // unchanged, one flush each, and ": queued" comments keep the connection
 // alive while the request waits in its bucket.
 func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, x *exchange) string {
-	sw := sse.NewWriter(w)
+	sw := sse.NewSerialWriter(w) // only this goroutine writes: chunks, heartbeats, errors
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
 	defer heartbeat.Stop()
 	bandWait, stop := s.bandTimer(x)
@@ -130,7 +130,7 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 		}
 		sw.WriteHeader(http.StatusOK)
 	case consume.EventBody:
-		x.tally.Body(ev.Data)
+		x.tally.Observe(&ev)
 		if !sw.HeaderWritten() {
 			copyContentType(w.Header(), x.header)
 			w.WriteHeader(http.StatusOK)
@@ -143,7 +143,7 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 		}
 	case consume.EventChunk:
 		s.learnID(x, ev.Name, ev.Data)
-		if !s.forwardChunk(x, ev.Name, ev.Data) {
+		if !s.forwardChunk(x, &ev) {
 			return "", false
 		}
 		if err := writeChunk(sw, ev); err != nil {
@@ -176,8 +176,8 @@ func writeChunk(sw *sse.Writer, ev consume.Event) error {
 // forwardChunk records usage and decides whether the client gets the
 // chunk: the usage-only chunk the gateway asked for is dropped unless the
 // client asked for it too.
-func (s *Server) forwardChunk(x *exchange, name string, data []byte) bool {
-	_, reported := x.tally.Chunk(name, data)
+func (s *Server) forwardChunk(x *exchange, ev *consume.Event) bool {
+	_, reported := x.tally.Observe(ev)
 	return !reported || x.rt.shape != consume.ShapeOpenAI || !x.tally.Usage.Only || x.req.WantsUsage
 }
 

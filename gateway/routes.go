@@ -65,6 +65,9 @@ type route struct {
 	// fields validates the route's own fields and estimates the input.
 	// Nil for follow-ups, which have no body.
 	fields func(fields map[string]json.RawMessage, req *apiRequest) *APIError
+	// prompt is the request's prompt, for prefix routing: nil for a route
+	// whose input no later request extends (embeddings, rerank ...).
+	prompt []promptPart
 }
 
 // upstreamPath is where the route goes upstream.
@@ -78,14 +81,14 @@ func (rt *route) upstreamPath() string {
 // routeTable is every API route pacegate serves besides /v1/models and
 // the health endpoints. The README's route table mirrors it.
 var routeTable = []*route{
-	{method: http.MethodPost, path: "/v1/chat/completions", forceUsage: true, fields: generation("messages")},
-	{method: http.MethodPost, path: "/v1/completions", forceUsage: true, fields: generation("prompt")},
+	{method: http.MethodPost, path: "/v1/chat/completions", forceUsage: true, fields: generation("messages"), prompt: chatPrompt},
+	{method: http.MethodPost, path: "/v1/completions", forceUsage: true, fields: generation("prompt"), prompt: completionPrompt},
 
-	{method: http.MethodPost, path: "/v1/responses", shape: consume.ShapeResponses, learnIDs: true, fields: responsesFields},
+	{method: http.MethodPost, path: "/v1/responses", shape: consume.ShapeResponses, learnIDs: true, fields: responsesFields, prompt: responsesPrompt},
 	{method: http.MethodGet, path: "/v1/responses/{id}", kind: kindFollowUp, shape: consume.ShapeResponses, charge: chargeRequest},
 	{method: http.MethodPost, path: "/v1/responses/{id}/cancel", kind: kindFollowUp, shape: consume.ShapeResponses, charge: chargeRequest},
 
-	{method: http.MethodPost, path: "/v1/messages", dialect: dialectAnthropic, shape: consume.ShapeAnthropic, fields: messagesFields},
+	{method: http.MethodPost, path: "/v1/messages", dialect: dialectAnthropic, shape: consume.ShapeAnthropic, fields: messagesFields, prompt: messagesPrompt},
 	{method: http.MethodPost, path: "/v1/messages/count_tokens", dialect: dialectAnthropic, kind: kindDirect, shape: consume.ShapeAnthropic,
 		charge: chargeRequest, fields: inputs(nil, "messages")},
 

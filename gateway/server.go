@@ -66,6 +66,10 @@ type Config struct {
 	// client that stops reading while keeping its connection is cut after
 	// it, and its upstream call aborted. Zero means no limit.
 	WriteStallTimeout time.Duration
+	// PrefixBytes is how much of a generation request's rendered prompt is
+	// hashed for prefix routing (consume.Request.Prefix). Zero means none:
+	// the pool routes by load alone.
+	PrefixBytes int
 	// DefaultCompletionTokens is reserved against the TPM window when a
 	// request sets no max_tokens. Zero means 256.
 	DefaultCompletionTokens int64
@@ -92,7 +96,7 @@ type Server struct {
 // New returns a Server for cfg, with defaults filled in.
 func New(cfg Config) *Server {
 	cfg = withDefaults(cfg)
-	s := &Server{cfg: cfg, cut: make(chan struct{}), affinity: newAffinity(cfg.AffinitySize, cfg.AffinityTTL, time.Now)}
+	s := &Server{cfg: cfg, cut: make(chan struct{}), affinity: newAffinity(cfg.AffinitySize, cfg.AffinityTTL)}
 	s.router = s.routes()
 	return s
 }
@@ -156,7 +160,7 @@ func (s *Server) Cut() { s.cutOnce.Do(func() { close(s.cut) }) }
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.requestID, s.recoverer, s.accessLog)
+	r.Use(requestID(s.cfg.NewID), accessLog(s.cfg.Logger), recoverer(s.cfg.Logger, writeOpenAIError))
 	s.mount(r)
 	r.Get("/v1/models", s.listModels)
 	r.Get("/healthz", s.healthz)
@@ -168,6 +172,12 @@ func (s *Server) routes() chi.Router {
 		dialectOf(r.URL.Path).writeError(w, &APIError{Status: http.StatusMethodNotAllowed, Message: "Method " + r.Method + " is not allowed on " + r.URL.Path + ".", Type: "invalid_request_error"})
 	})
 	return r
+}
+
+// writeOpenAIError writes e in the OpenAI shape, whatever the path: the
+// recoverer's error writer.
+func writeOpenAIError(w http.ResponseWriter, _ *http.Request, e *APIError) {
+	dialectOpenAI.writeError(w, e)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -192,7 +202,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		problems = append(problems, "upstreams: none healthy with known models")
 	}
 	if len(problems) > 0 {
-		writeError(w, errUnavailable("not ready: "+errors.Join(stringErrs(problems)...).Error()))
+		dialectOpenAI.writeError(w, errUnavailable("not ready: "+errors.Join(stringErrs(problems)...).Error()))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

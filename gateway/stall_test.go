@@ -64,3 +64,28 @@ func TestGuardWritesZeroIsOff(t *testing.T) {
 		t.Fatal("a zero timeout wrapped the writer")
 	}
 }
+
+// Writes closer together than the slack (d/32, at most 100 ms) share one
+// deadline: a stream's chunks do not move it twice per chunk.
+func TestGuardWritesSlack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+		w, release := guardWrites(&statusWriter{ResponseWriter: rec}, 30*time.Second)
+		_, _ = w.Write([]byte("a"))
+		_ = http.NewResponseController(w).Flush()
+		time.Sleep(99 * time.Millisecond)
+		_, _ = w.Write([]byte("b"))
+		time.Sleep(time.Millisecond)
+		_, _ = w.Write([]byte("c"))
+		release()
+		want := []string{"deadline +30s", "write a", "flush", "write b", "deadline +30s", "write c", "clear"}
+		if len(rec.log) != len(want) {
+			t.Fatalf("log %q, want %q", rec.log, want)
+		}
+		for i := range want {
+			if rec.log[i] != want[i] {
+				t.Fatalf("log %q, want %q", rec.log, want)
+			}
+		}
+	})
+}

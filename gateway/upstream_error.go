@@ -23,6 +23,10 @@ func upstreamError(err error) *APIError {
 		return errUpstream("The model server answered " + http.StatusText(se.Status) + ".")
 	case errors.Is(err, upstream.ErrStreamStalled):
 		return errUpstream("The model server's stream stalled: it sent nothing within its idle timeout.")
+	case errors.Is(err, upstream.ErrBodyNotJSON):
+		return errUpstream("The model server's response body is not JSON, although its Content-Type says it is.")
+	case errors.Is(err, upstream.ErrBodyTooLarge):
+		return errUpstream("The model server's response body exceeds the gateway's size limit.")
 	case errors.Is(err, upstream.ErrStreamMalformed):
 		return errUpstream("The model server's stream was malformed (not JSON, or it ended without [DONE]).")
 	case errors.Is(err, upstream.ErrStreamBroken):

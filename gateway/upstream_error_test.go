@@ -19,6 +19,10 @@ func TestUpstreamErrorBrokenStreams(t *testing.T) {
 			`{"error":{"message":"The model server's stream stalled: it sent nothing within its idle timeout.","type":"server_error","param":null,"code":"upstream_error"}}`},
 		{fmt.Errorf("%w: http://10.0.0.7:8000: the stream ended without [DONE]", upstream.ErrStreamMalformed),
 			`{"error":{"message":"The model server's stream was malformed (not JSON, or it ended without [DONE]).","type":"server_error","param":null,"code":"upstream_error"}}`},
+		{fmt.Errorf("%w: http://10.0.0.7:8000: Content-Type \"application/json\"", upstream.ErrBodyNotJSON),
+			`{"error":{"message":"The model server's response body is not JSON, although its Content-Type says it is.","type":"server_error","param":null,"code":"upstream_error"}}`},
+		{fmt.Errorf("%w: http://10.0.0.7:8000: 10 bytes", upstream.ErrBodyTooLarge),
+			`{"error":{"message":"The model server's response body exceeds the gateway's size limit.","type":"server_error","param":null,"code":"upstream_error"}}`},
 		{fmt.Errorf("%w: http://10.0.0.7:8000: reset", upstream.ErrStreamBroken),
 			`{"error":{"message":"The model server's stream broke off before it finished.","type":"server_error","param":null,"code":"upstream_error"}}`},
 	} {

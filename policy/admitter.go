@@ -39,13 +39,6 @@ type Admission struct {
 	Reservation Reservation // settle with Reconcile or Refund when Allowed
 }
 
-// AdmitterOption configures an Admitter.
-type AdmitterOption func(*Admitter)
-
-// WithAdmitterClock makes the admitter read time from c instead of
-// [SystemClock].
-func WithAdmitterClock(c Clock) AdmitterOption { return func(a *Admitter) { a.clock = c } }
-
 // Admitter runs the admission checks in order: the org's fixed-minute
 // RPM and TPM windows, the tenant+model fixed-minute RPM and TPM windows
 // (reserving the estimated tokens, so that concurrent requests cannot
@@ -55,11 +48,11 @@ func WithAdmitterClock(c Clock) AdmitterOption { return func(a *Admitter) { a.cl
 // x-ratelimit headers always agree. A denial refunds every reservation
 // made before it in the same call.
 //
-// Admitter is safe for concurrent use and never starts a goroutine. Make
-// it with [NewAdmitter].
+// Admitter reads the wall clock (time.Now) once per call. It is safe for
+// concurrent use and never starts a goroutine. Make it with
+// [NewAdmitter].
 type Admitter struct {
 	table  *Table
-	clock  Clock
 	orgReq *FixedWindow
 	orgTok *FixedWindow
 	req    *FixedWindow
@@ -68,22 +61,18 @@ type Admitter struct {
 }
 
 // NewAdmitter returns an admitter enforcing t's live limits.
-func NewAdmitter(t *Table, opts ...AdmitterOption) *Admitter {
-	a := &Admitter{table: t, clock: SystemClock}
-	for _, o := range opts {
-		o(a)
+func NewAdmitter(t *Table) *Admitter {
+	return &Admitter{table: t,
+		orgReq: newReasonWindow(ReasonOrgRPM),
+		orgTok: newReasonWindow(ReasonOrgTPM),
+		req:    newReasonWindow(ReasonRPM),
+		tok:    newReasonWindow(ReasonTPM),
+		burst:  NewTokenBucket(BucketParams{}),
 	}
-	c := WithClock(a.clock)
-	a.orgReq = newReasonWindow(ReasonOrgRPM, c)
-	a.orgTok = newReasonWindow(ReasonOrgTPM, c)
-	a.req = newReasonWindow(ReasonRPM, c)
-	a.tok = newReasonWindow(ReasonTPM, c)
-	a.burst = NewTokenBucket(BucketParams{}, c)
-	return a
 }
 
-func newReasonWindow(r Reason, c LimiterOption) *FixedWindow {
-	w := NewFixedWindow(time.Minute, 0, c)
+func newReasonWindow(r Reason) *FixedWindow {
+	w := NewFixedWindow(time.Minute, 0)
 	w.reason = r
 	return w
 }
@@ -107,7 +96,7 @@ const (
 // Admit decides a request of tenant for model with an estimated token
 // cost (prompt plus expected completion; <= 0 reserves nothing).
 func (a *Admitter) Admit(tenant *Tenant, model string, estTokens int64) Admission {
-	now := a.clock.Now()
+	now := time.Now()
 	k := Key{Tenant: tenant.ID, Model: model}
 	lim := a.table.Limits(k)
 	org := a.table.OrgLimits(tenant.Org)
@@ -196,7 +185,7 @@ func (a *Admitter) window(now time.Time, w *FixedWindow, k Key, limit int64) Win
 // otherwise any excess over the reservation goes to the current window
 // (the old window is gone; the new one pays for what was not reserved).
 func (a *Admitter) Reconcile(t Reservation, actualTokens int64) {
-	now := a.clock.Now()
+	now := time.Now()
 	actual := max(actualTokens, 0)
 	for _, c := range []struct {
 		w       *FixedWindow
@@ -216,7 +205,7 @@ func (a *Admitter) Reconcile(t Reservation, actualTokens int64) {
 // model): its request and tokens in windows that are still current, and
 // its burst token.
 func (a *Admitter) Refund(t Reservation) {
-	now := a.clock.Now()
+	now := time.Now()
 	a.settle(now, &t)
 	if t.burst {
 		a.burst.RefundAt(now, t.key, 1) // RefundAt skips a forgotten key

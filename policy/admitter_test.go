@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -27,11 +28,14 @@ func admitQuotas(t testing.TB) *Quotas {
 		TenantSpec{ID: "solo", Keys: digests("k3"), Limits: solo})
 }
 
-func newTestAdmitter(t *testing.T, at time.Time) (*Admitter, *ManualClock, *Table) {
+// newTestAdmitter returns an admitter over admitQuotas at t0+at. It must
+// be called in a synctest bubble, whose clock starts on a minute boundary
+// as t0 is, so that at is the time into the first minute.
+func newTestAdmitter(t *testing.T, at time.Duration) (*Admitter, *Table) {
 	t.Helper()
-	clk := NewManualClock(at)
+	time.Sleep(at)
 	tab := NewTable(admitQuotas(t))
-	return NewAdmitter(tab, WithAdmitterClock(clk)), clk, tab
+	return NewAdmitter(tab), tab
 }
 
 func tenant(t *testing.T, tab *Table, id string) *Tenant {
@@ -45,198 +49,218 @@ func tenant(t *testing.T, tab *Table, id string) *Tenant {
 
 // assertRetryExact checks that a denial's RetryAfter is exactly when the
 // same call passes: denied 1ns before, admitted at it.
-func assertRetryExact(t *testing.T, a *Admitter, clk *ManualClock, tn *Tenant, model string, est int64, d Admission) {
+func assertRetryExact(t *testing.T, a *Admitter, tn *Tenant, model string, est int64, d Admission) {
 	t.Helper()
 	if d.Allowed || d.RetryAfter <= 0 {
 		t.Fatalf("want a denial with RetryAfter, got %+v", d)
 	}
-	clk.Advance(d.RetryAfter - 1)
+	time.Sleep(d.RetryAfter - 1)
 	if early := a.Admit(tn, model, est); early.Allowed {
 		t.Fatalf("admitted 1ns before RetryAfter %v", d.RetryAfter)
 	}
-	clk.Advance(1)
+	time.Sleep(1)
 	if at := a.Admit(tn, model, est); !at.Allowed {
 		t.Fatalf("denied at RetryAfter %v: %+v", d.RetryAfter, at)
 	}
 }
 
 func TestAdmitterWindowsAndHeaders(t *testing.T) {
-	a, _, tab := newTestAdmitter(t, t0.Add(15*time.Second))
-	d := a.Admit(tenant(t, tab, "solo"), "m", 200)
-	if !d.Allowed || d.Reason != ReasonOK {
-		t.Fatalf("%+v", d)
-	}
-	if d.Requests != (Window{100, 99, 45 * time.Second}) || d.Tokens != (Window{500, 300, 45 * time.Second}) {
-		t.Fatalf("windows: %+v %+v", d.Requests, d.Tokens)
-	}
-	if d.Reservation.burst {
-		t.Fatal("a burst token was spent with burst 0")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		a, tab := newTestAdmitter(t, 15*time.Second)
+		d := a.Admit(tenant(t, tab, "solo"), "m", 200)
+		if !d.Allowed || d.Reason != ReasonOK {
+			t.Fatalf("%+v", d)
+		}
+		if d.Requests != (Window{100, 99, 45 * time.Second}) || d.Tokens != (Window{500, 300, 45 * time.Second}) {
+			t.Fatalf("windows: %+v %+v", d.Requests, d.Tokens)
+		}
+		if d.Reservation.burst {
+			t.Fatal("a burst token was spent with burst 0")
+		}
+	})
 }
 
 func TestAdmitterTPMReservationPreventsOvershoot(t *testing.T) {
-	a, _, tab := newTestAdmitter(t, t0)
-	tn := tenant(t, tab, "solo") // tpm 500, no org
-	var allowed atomic.Int64
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Go(func() {
-			if a.Admit(tn, "m", 100).Allowed {
-				allowed.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if allowed.Load() != 5 {
-		t.Fatalf("%d admitted at 100 tokens each under TPM 500, want 5", allowed.Load())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		a, tab := newTestAdmitter(t, 0)
+		tn := tenant(t, tab, "solo") // tpm 500, no org
+		var allowed atomic.Int64
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				if a.Admit(tn, "m", 100).Allowed {
+					allowed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if allowed.Load() != 5 {
+			t.Fatalf("%d admitted at 100 tokens each under TPM 500, want 5", allowed.Load())
+		}
+	})
 }
 
 func TestAdmitterReconcileAndRefund(t *testing.T) {
-	a, clk, tab := newTestAdmitter(t, t0.Add(50*time.Second))
-	tn := tenant(t, tab, "solo")
-	k := Key{"solo", "m"}
-	used := func() int64 { c, _ := a.tok.UsageAt(clk.Now(), k); return c }
+	synctest.Test(t, func(t *testing.T) {
+		a, tab := newTestAdmitter(t, 50*time.Second)
+		tn := tenant(t, tab, "solo")
+		k := Key{"solo", "m"}
+		used := func() int64 { c, _ := a.tok.UsageAt(time.Now(), k); return c }
 
-	d := a.Admit(tn, "m", 300)
-	a.Reconcile(d.Reservation, 100) // same window: charge 100 instead of 300
-	if used() != 100 {
-		t.Fatalf("after reconcile in window: %d, want 100", used())
-	}
-	d = a.Admit(tn, "m", 300)
-	clk.Advance(15 * time.Second)   // next minute
-	a.Reconcile(d.Reservation, 500) // the excess over the reservation lands in the new window
-	if used() != 200 {
-		t.Fatalf("after reconcile across windows: %d, want 200", used())
-	}
+		d := a.Admit(tn, "m", 300)
+		a.Reconcile(d.Reservation, 100) // same window: charge 100 instead of 300
+		if used() != 100 {
+			t.Fatalf("after reconcile in window: %d, want 100", used())
+		}
+		d = a.Admit(tn, "m", 300)
+		time.Sleep(15 * time.Second)    // next minute
+		a.Reconcile(d.Reservation, 500) // the excess over the reservation lands in the new window
+		if used() != 200 {
+			t.Fatalf("after reconcile across windows: %d, want 200", used())
+		}
 
-	d = a.Admit(tn, "m", 250)
-	a.Refund(d.Reservation)
-	if used() != 200 {
-		t.Fatalf("after refund: %d, want 200", used())
-	}
-	if c, _ := a.req.UsageAt(clk.Now(), k); c != 0 {
-		t.Fatalf("requests after refund: %d, want 0", c)
-	}
+		d = a.Admit(tn, "m", 250)
+		a.Refund(d.Reservation)
+		if used() != 200 {
+			t.Fatalf("after refund: %d, want 200", used())
+		}
+		if c, _ := a.req.UsageAt(time.Now(), k); c != 0 {
+			t.Fatalf("requests after refund: %d, want 0", c)
+		}
+	})
 }
 
 func TestAdmitterRefundReturnsBurstAndRPMSlot(t *testing.T) {
-	a, _, tab := newTestAdmitter(t, t0)
-	tn := tenant(t, tab, "acme")
-	first := a.Admit(tn, "burst", 0) // no tokens: the org TPM window is not touched
-	if !first.Allowed || !a.Admit(tn, "burst", 0).Allowed {
-		t.Fatal("burst of 2 not admitted")
-	}
-	if a.Admit(tn, "burst", 0).Allowed {
-		t.Fatal("third admitted with burst 2")
-	}
-	a.Refund(first.Reservation)
-	if d := a.Admit(tn, "burst", 0); !d.Allowed {
-		t.Fatalf("refunded burst token not reusable: %+v", d)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		a, tab := newTestAdmitter(t, 0)
+		tn := tenant(t, tab, "acme")
+		first := a.Admit(tn, "burst", 0) // no tokens: the org TPM window is not touched
+		if !first.Allowed || !a.Admit(tn, "burst", 0).Allowed {
+			t.Fatal("burst of 2 not admitted")
+		}
+		if a.Admit(tn, "burst", 0).Allowed {
+			t.Fatal("third admitted with burst 2")
+		}
+		a.Refund(first.Reservation)
+		if d := a.Admit(tn, "burst", 0); !d.Allowed {
+			t.Fatalf("refunded burst token not reusable: %+v", d)
+		}
+	})
 }
 
 func TestAdmitterOrgCapBindsTenants(t *testing.T) {
-	a, clk, tab := newTestAdmitter(t, t0.Add(20*time.Second))
-	acme, beta := tenant(t, tab, "acme"), tenant(t, tab, "beta")
-	for i, tn := range []*Tenant{acme, beta, acme, beta} {
-		if d := a.Admit(tn, "m", 10); !d.Allowed {
-			t.Fatalf("request %d denied: %+v", i, d)
+	synctest.Test(t, func(t *testing.T) {
+		a, tab := newTestAdmitter(t, 20*time.Second)
+		acme, beta := tenant(t, tab, "acme"), tenant(t, tab, "beta")
+		for i, tn := range []*Tenant{acme, beta, acme, beta} {
+			if d := a.Admit(tn, "m", 10); !d.Allowed {
+				t.Fatalf("request %d denied: %+v", i, d)
+			}
 		}
-	}
-	d := a.Admit(beta, "m", 10)
-	if d.Reason != ReasonOrgRPM || d.Reason.Kind() != "requests" || d.RetryAfter != 40*time.Second {
-		t.Fatalf("5th request of org with rpm 4: %+v", d)
-	}
-	assertRetryExact(t, a, clk, acme, "m", 10, d)
+		d := a.Admit(beta, "m", 10)
+		if d.Reason != ReasonOrgRPM || d.Reason.Kind() != "requests" || d.RetryAfter != 40*time.Second {
+			t.Fatalf("5th request of org with rpm 4: %+v", d)
+		}
+		assertRetryExact(t, a, acme, "m", 10, d)
+	})
 }
 
 func TestAdmitterDenialRefundsEarlierReservations(t *testing.T) {
-	a, clk, tab := newTestAdmitter(t, t0)
-	tn := tenant(t, tab, "acme")
-	orgKey := Key{Tenant: "corp"}
-	// 2000 tokens exceed the whole TPM of 1000: let in alone into the
-	// empty window, which is now over its cap.
-	if d := a.Admit(tn, "m", 2000); !d.Allowed {
-		t.Fatalf("oversized first request: %+v", d)
-	}
-	before, _ := a.orgTok.UsageAt(clk.Now(), orgKey)
-	reqBefore, _ := a.orgReq.UsageAt(clk.Now(), orgKey)
-	d := a.Admit(tn, "m", 10)
-	if d.Reason != ReasonTPM || d.Reason.Kind() != "tokens" {
-		t.Fatalf("want TPM_LIMIT, got %+v", d)
-	}
-	after, _ := a.orgTok.UsageAt(clk.Now(), orgKey)
-	reqAfter, _ := a.orgReq.UsageAt(clk.Now(), orgKey)
-	if after != before || reqAfter != reqBefore {
-		t.Fatalf("org windows kept a denied request's reservation: tokens %d->%d, requests %d->%d",
-			before, after, reqBefore, reqAfter)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		a, tab := newTestAdmitter(t, 0)
+		tn := tenant(t, tab, "acme")
+		orgKey := Key{Tenant: "corp"}
+		// 2000 tokens exceed the whole TPM of 1000: let in alone into the
+		// empty window, which is now over its cap.
+		if d := a.Admit(tn, "m", 2000); !d.Allowed {
+			t.Fatalf("oversized first request: %+v", d)
+		}
+		before, _ := a.orgTok.UsageAt(time.Now(), orgKey)
+		reqBefore, _ := a.orgReq.UsageAt(time.Now(), orgKey)
+		d := a.Admit(tn, "m", 10)
+		if d.Reason != ReasonTPM || d.Reason.Kind() != "tokens" {
+			t.Fatalf("want TPM_LIMIT, got %+v", d)
+		}
+		after, _ := a.orgTok.UsageAt(time.Now(), orgKey)
+		reqAfter, _ := a.orgReq.UsageAt(time.Now(), orgKey)
+		if after != before || reqAfter != reqBefore {
+			t.Fatalf("org windows kept a denied request's reservation: tokens %d->%d, requests %d->%d",
+				before, after, reqBefore, reqAfter)
+		}
+	})
 }
 
 func TestAdmitterRetryAfterExact(t *testing.T) {
 	t.Run("burst", func(t *testing.T) {
-		a, clk, tab := newTestAdmitter(t, t0.Add(5*time.Second))
-		tn := tenant(t, tab, "acme")
-		a.Admit(tn, "burst", 1)
-		a.Admit(tn, "burst", 1)
-		d := a.Admit(tn, "burst", 1)
-		if d.Reason != ReasonBurst || d.RetryAfter != time.Second { // 60 rpm refills one per second
-			t.Fatalf("%+v", d)
-		}
-		assertRetryExact(t, a, clk, tn, "burst", 1, d)
+		synctest.Test(t, func(t *testing.T) {
+			a, tab := newTestAdmitter(t, 5*time.Second)
+			tn := tenant(t, tab, "acme")
+			a.Admit(tn, "burst", 1)
+			a.Admit(tn, "burst", 1)
+			d := a.Admit(tn, "burst", 1)
+			if d.Reason != ReasonBurst || d.RetryAfter != time.Second { // 60 rpm refills one per second
+				t.Fatalf("%+v", d)
+			}
+			assertRetryExact(t, a, tn, "burst", 1, d)
+		})
 	})
 	t.Run("tpm", func(t *testing.T) {
-		a, clk, tab := newTestAdmitter(t, t0.Add(5*time.Second))
-		tn := tenant(t, tab, "solo")
-		a.Admit(tn, "m", 450)
-		d := a.Admit(tn, "m", 100)
-		if d.Reason != ReasonTPM || d.RetryAfter != 55*time.Second {
-			t.Fatalf("%+v", d)
-		}
-		assertRetryExact(t, a, clk, tn, "m", 100, d)
+		synctest.Test(t, func(t *testing.T) {
+			a, tab := newTestAdmitter(t, 5*time.Second)
+			tn := tenant(t, tab, "solo")
+			a.Admit(tn, "m", 450)
+			d := a.Admit(tn, "m", 100)
+			if d.Reason != ReasonTPM || d.RetryAfter != 55*time.Second {
+				t.Fatalf("%+v", d)
+			}
+			assertRetryExact(t, a, tn, "m", 100, d)
+		})
 	})
 }
 
-// TestAdmitterRPMIsOneFixedWindow is issue 11: with rpm 2, two requests
+// TestAdmitterRPMIsOneFixedWindow: with rpm 2, two requests
 // at :58 and one at 1:01. rpm is a fixed one-minute window, so the third
 // request starts a new minute and is admitted; the old second RPM check
 // (a sliding log over the same rpm) denied it with RPM_LIMIT while its
 // headers said 2 requests remained and Retry-After said 57 s.
 func TestAdmitterRPMIsOneFixedWindow(t *testing.T) {
-	a, clk, tab := newTestAdmitter(t, t0.Add(58*time.Second))
-	tn := tenant(t, tab, "acme")
-	for i := range 2 {
-		if d := a.Admit(tn, "slow", 1); !d.Allowed {
-			t.Fatalf("request %d at :58 denied: %+v", i, d)
+	synctest.Test(t, func(t *testing.T) {
+		a, tab := newTestAdmitter(t, 58*time.Second)
+		tn := tenant(t, tab, "acme")
+		for i := range 2 {
+			if d := a.Admit(tn, "slow", 1); !d.Allowed {
+				t.Fatalf("request %d at :58 denied: %+v", i, d)
+			}
 		}
-	}
-	clk.Advance(3 * time.Second) // 1:01
-	d := a.Admit(tn, "slow", 1)
-	if !d.Allowed || d.Requests != (Window{2, 1, 59 * time.Second}) {
-		t.Fatalf("first request of the new minute: %+v, want admitted with 1 of 2 remaining", d)
-	}
-	a.Admit(tn, "slow", 1)
-	d = a.Admit(tn, "slow", 1)
-	if d.Allowed || d.Reason != ReasonRPM || d.Requests.Remaining != 0 || d.RetryAfter != d.Requests.Reset {
-		t.Fatalf("third request of the minute: %+v, want RPM_LIMIT with 0 remaining, retry at the reset", d)
-	}
-	assertRetryExact(t, a, clk, tn, "slow", 1, d)
+		time.Sleep(3 * time.Second) // 1:01
+		d := a.Admit(tn, "slow", 1)
+		if !d.Allowed || d.Requests != (Window{2, 1, 59 * time.Second}) {
+			t.Fatalf("first request of the new minute: %+v, want admitted with 1 of 2 remaining", d)
+		}
+		a.Admit(tn, "slow", 1)
+		d = a.Admit(tn, "slow", 1)
+		if d.Allowed || d.Reason != ReasonRPM || d.Requests.Remaining != 0 || d.RetryAfter != d.Requests.Reset {
+			t.Fatalf("third request of the minute: %+v, want RPM_LIMIT with 0 remaining, retry at the reset", d)
+		}
+		assertRetryExact(t, a, tn, "slow", 1, d)
+	})
 }
 
 // An unpaced bucket (rate +Inf) without an RPM cap refills its burst
 // infinitely fast: no burst check, and no bucket state kept for it.
 func TestAdmitterUnpacedBurstChecksNothing(t *testing.T) {
-	l := Limits{Burst: 2, Rate: math.Inf(1), Backlog: 10, MaxWait: time.Second}
-	tab := NewTable(mustQuotas(t, l, nil, TenantSpec{ID: "u", Limits: l}))
-	a := NewAdmitter(tab, WithAdmitterClock(NewManualClock(t0)))
-	tn := tenant(t, tab, "u")
-	for i := range 5 {
-		if d := a.Admit(tn, "m", 1); !d.Allowed || d.Reservation.burst {
-			t.Fatalf("request %d: %+v, want admitted without spending a burst token", i, d)
+	synctest.Test(t, func(t *testing.T) {
+		l := Limits{Burst: 2, Rate: math.Inf(1), Backlog: 10, MaxWait: time.Second}
+		tab := NewTable(mustQuotas(t, l, nil, TenantSpec{ID: "u", Limits: l}))
+		a := NewAdmitter(tab)
+		tn := tenant(t, tab, "u")
+		for i := range 5 {
+			if d := a.Admit(tn, "m", 1); !d.Allowed || d.Reservation.burst {
+				t.Fatalf("request %d: %+v, want admitted without spending a burst token", i, d)
+			}
 		}
-	}
-	if n := a.burst.Len(); n != 0 {
-		t.Fatalf("burst bucket holds %d keys, want 0", n)
-	}
+		if n := a.burst.Len(); n != 0 {
+			t.Fatalf("burst bucket holds %d keys, want 0", n)
+		}
+	})
 }

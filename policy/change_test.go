@@ -2,7 +2,6 @@ package policy
 
 import (
 	"testing"
-	"time"
 )
 
 func TestChangeMatches(t *testing.T) {
@@ -30,7 +29,7 @@ func TestChangeMatches(t *testing.T) {
 // change is visible.
 func TestOnChangeReportsEachChange(t *testing.T) {
 	table := NewTable(minimalQuotas(t))
-	pacer := NewPacer(table, WithPacerClock(NewManualClock(time.Unix(0, 0))))
+	pacer := NewPacer(table)
 	var got []Change
 	k := Key{Tenant: "acme", Model: "m"}
 	listen := func(c Change) {

@@ -16,10 +16,8 @@ func (r constRate) BaseRate(Key) (float64, bool) { return float64(r), false }
 // is an allow, a suspension a denial.
 type pacerLimiter struct{ p *Pacer }
 
-func (l pacerLimiter) Allow(k Key) Decision { return l.AllowAt(l.p.clock.Now(), k) }
-
 func (l pacerLimiter) AllowAt(now time.Time, k Key) Decision {
-	if d := l.p.AcquireOrSuspendAt(now, k, 1); d > 0 {
+	if d := l.p.acquireOrSuspendAt(now, k, 1); d > 0 {
 		return Decision{RetryAfter: d, Reason: "SUSPEND"}
 	}
 	return Decision{Allowed: true, Reason: ReasonOK}
@@ -30,33 +28,29 @@ func (l pacerLimiter) AllowAt(now time.Time, k Key) Decision {
 var algorithms = []struct {
 	name  string
 	burst int
-	new   func(Clock) Limiter
+	new   func() Limiter
 }{
-	{"FixedWindow", 3, func(c Clock) Limiter { return NewFixedWindow(time.Minute, 3, WithClock(c)) }},
-	{"TokenBucket", 3, func(c Clock) Limiter {
-		return NewTokenBucket(BucketParams{Capacity: 3, Refill: 3.0 / 60}, WithClock(c))
-	}},
-	{"Pacer", 1, func(c Clock) Limiter { return pacerLimiter{NewPacer(constRate(3.0/60), WithPacerClock(c))} }},
+	{"FixedWindow", 3, func() Limiter { return NewFixedWindow(time.Minute, 3) }},
+	{"TokenBucket", 3, func() Limiter { return NewTokenBucket(BucketParams{Capacity: 3, Refill: 3.0 / 60}) }},
+	{"Pacer", 1, func() Limiter { return pacerLimiter{NewPacer(constRate(3.0 / 60))} }},
 }
 
 func TestContract(t *testing.T) {
 	cases := []struct {
 		name string
-		test func(t *testing.T, clk *ManualClock, l Limiter, burst int)
+		test func(t *testing.T, now time.Time, l Limiter, burst int)
 	}{
 		{"BurstThenDeny", contractBurstThenDeny},
 		{"RetryAfterIsExact", contractRetryAfterExact},
 		{"KeysAreIndependent", contractKeysIndependent},
 		{"ClockJumpsBack", contractClockBack},
-		{"UsesInjectedClock", contractInjectedClock},
 		{"ConcurrentFlood", contractFlood},
 	}
 	for _, alg := range algorithms {
 		t.Run(alg.name, func(t *testing.T) {
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
-					clk := NewManualClock(t0.Add(10 * time.Second))
-					c.test(t, clk, alg.new(clk), alg.burst)
+					c.test(t, t0.Add(10*time.Second), alg.new(), alg.burst)
 				})
 			}
 		})
@@ -73,8 +67,7 @@ func exhaust(t *testing.T, l Limiter, now time.Time, k Key, burst int) {
 	}
 }
 
-func contractBurstThenDeny(t *testing.T, clk *ManualClock, l Limiter, burst int) {
-	now := clk.Now()
+func contractBurstThenDeny(t *testing.T, now time.Time, l Limiter, burst int) {
 	exhaust(t, l, now, kA, burst)
 	d := l.AllowAt(now, kA)
 	if d.Allowed || d.Reason == ReasonOK || d.RetryAfter <= 0 {
@@ -82,8 +75,7 @@ func contractBurstThenDeny(t *testing.T, clk *ManualClock, l Limiter, burst int)
 	}
 }
 
-func contractRetryAfterExact(t *testing.T, clk *ManualClock, l Limiter, burst int) {
-	now := clk.Now()
+func contractRetryAfterExact(t *testing.T, now time.Time, l Limiter, burst int) {
 	exhaust(t, l, now, kA, burst)
 	d := l.AllowAt(now, kA)
 	if d.Allowed {
@@ -97,15 +89,13 @@ func contractRetryAfterExact(t *testing.T, clk *ManualClock, l Limiter, burst in
 	}
 }
 
-func contractKeysIndependent(t *testing.T, clk *ManualClock, l Limiter, burst int) {
-	now := clk.Now()
+func contractKeysIndependent(t *testing.T, now time.Time, l Limiter, burst int) {
 	exhaust(t, l, now, kA, burst)
 	exhaust(t, l, now, Key{Tenant: "b", Model: "m"}, burst)
 	exhaust(t, l, now, Key{Tenant: "a", Model: "other"}, burst)
 }
 
-func contractClockBack(t *testing.T, clk *ManualClock, l Limiter, burst int) {
-	now := clk.Now()
+func contractClockBack(t *testing.T, now time.Time, l Limiter, burst int) {
 	exhaust(t, l, now, kA, burst)
 	for _, back := range []time.Duration{time.Nanosecond, time.Second, time.Hour} {
 		if d := l.AllowAt(now.Add(-back), kA); d.Allowed {
@@ -116,24 +106,7 @@ func contractClockBack(t *testing.T, clk *ManualClock, l Limiter, burst int) {
 	}
 }
 
-func contractInjectedClock(t *testing.T, clk *ManualClock, l Limiter, burst int) {
-	for range burst {
-		if !l.Allow(kA).Allowed {
-			t.Fatal("burst denied")
-		}
-	}
-	d := l.Allow(kA)
-	if d.Allowed {
-		t.Fatal("not denied after the burst")
-	}
-	clk.Advance(d.RetryAfter)
-	if !l.Allow(kA).Allowed {
-		t.Fatal("denied after advancing the clock by RetryAfter")
-	}
-}
-
-func contractFlood(t *testing.T, clk *ManualClock, l Limiter, burst int) {
-	now := clk.Now()
+func contractFlood(t *testing.T, now time.Time, l Limiter, burst int) {
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for range 80 {
@@ -152,16 +125,15 @@ func contractFlood(t *testing.T, clk *ManualClock, l Limiter, burst int) {
 // TestTokenBucketFlood: 80 goroutines on one key with a burst of 50 get
 // exactly 50 tokens; the 30 denials are BURST_LIMIT and spend nothing.
 func TestTokenBucketFlood(t *testing.T) {
-	clk := NewManualClock(t0)
 	p := BucketParams{Capacity: 50, Refill: 1000.0 / 60}
-	b := NewTokenBucket(p, WithClock(clk))
+	b := NewTokenBucket(p)
 	var allowed, burstDenied atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for range 80 {
 		wg.Go(func() {
 			<-start
-			d, err := b.TakeAt(clk.Now(), kA, 1, p)
+			d, err := b.TakeAt(t0, kA, 1, p)
 			switch {
 			case err != nil:
 				t.Error(err)
@@ -177,7 +149,7 @@ func TestTokenBucketFlood(t *testing.T) {
 	if allowed.Load() != 50 || burstDenied.Load() != 30 {
 		t.Fatalf("allowed %d, BURST_LIMIT %d; want 50 and 30", allowed.Load(), burstDenied.Load())
 	}
-	if w := b.WaitAt(clk.Now(), kA, 1, p); w != 60*time.Millisecond {
+	if w := b.WaitAt(t0, kA, 1, p); w != 60*time.Millisecond {
 		t.Fatalf("WaitAt after the flood = %v, want 60ms (one token at 1000/60 per s)", w)
 	}
 }
@@ -200,5 +172,18 @@ func TestTokenBucketRefundAndWait(t *testing.T) {
 	b.RefundAt(t0.Add(time.Hour), kA, 5) // capped at the capacity
 	if d, _ := b.TakeAt(t0.Add(time.Hour), kA, 3, p); d.Allowed {
 		t.Fatalf("a refund overfilled the bucket: %+v", d)
+	}
+}
+
+// Sweep drops the buckets that are full again and keeps the others, so
+// that a caller bounding its keys can make room without adding one.
+func TestTokenBucketSweep(t *testing.T) {
+	p := BucketParams{Capacity: 1, Refill: 1}
+	b := NewTokenBucket(p)
+	b.TakeAt(t0, kA, 1, p)
+	b.TakeAt(t0.Add(500*time.Millisecond), Key{Tenant: "b", Model: "m"}, 1, p)
+	b.Sweep(t0.Add(time.Second)) // kA is full again, kB half
+	if b.Len() != 1 || b.WaitAt(t0.Add(time.Second), Key{Tenant: "b", Model: "m"}, 1, p) != 500*time.Millisecond {
+		t.Fatalf("after Sweep: Len %d, kB waits %v; want 1 and 500ms", b.Len(), b.WaitAt(t0.Add(time.Second), Key{Tenant: "b", Model: "m"}, 1, p))
 	}
 }

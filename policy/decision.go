@@ -47,28 +47,8 @@ var ErrInvalidCost = errors.New("policy: cost must be > 0")
 // offers ([FixedWindow], [TokenBucket]); the contract test suite runs
 // through it.
 type Limiter interface {
-	// Allow is AllowAt at the limiter's clock.
-	Allow(k Key) Decision
 	// AllowAt decides one request of cost 1 for k at now.
 	AllowAt(now time.Time, k Key) Decision
-}
-
-// LimiterOption configures a limiter.
-type LimiterOption func(*limiterOptions)
-
-type limiterOptions struct {
-	clock Clock
-}
-
-// WithClock makes a limiter read time from c instead of [SystemClock].
-func WithClock(c Clock) LimiterOption { return func(o *limiterOptions) { o.clock = c } }
-
-func buildOptions(opts []LimiterOption) limiterOptions {
-	o := limiterOptions{clock: SystemClock}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
 }
 
 // durationOf converts seconds to a Duration, rounding up so that a wait

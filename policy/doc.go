@@ -10,8 +10,12 @@
 // [Admitter] composes the admission checks; [Quotas] and [Table] hold the
 // configured and live limits.
 //
-// Every algorithm reads time only through an injected [Clock] (or an
-// explicit now argument), never starts a goroutine, and evicts idle keys
-// lazily: each call sweeps a few entries of its shard. All limiter types
-// are safe for concurrent use.
+// The limiters ([FixedWindow], [TokenBucket]) are pure decisions: every
+// method takes the instant it decides at as its now argument, so tests
+// pass fixed instants, including a clock that jumps back. [Pacer] and
+// [Admitter] read time.Now() once per call and decide through the same
+// kind of function of now; their tests run in testing/synctest bubbles.
+// Nothing here starts a goroutine, and idle keys are evicted lazily: each
+// insertion sweeps a few entries of its shard. All limiter types are
+// safe for concurrent use.
 package policy

@@ -12,7 +12,6 @@ import "time"
 // past windows are dropped by a sweep of a few entries per call. Make it
 // with [NewFixedWindow].
 type FixedWindow struct {
-	clock  Clock
 	window int64 // ns
 	limit  int64 // for the fixed-parameter form
 	reason Reason
@@ -27,12 +26,11 @@ type fwState struct {
 // NewFixedWindow returns a counter over aligned windows of the given
 // length (> 0), whose fixed-parameter form ([FixedWindow.AllowAt]) admits
 // limit requests per window.
-func NewFixedWindow(window time.Duration, limit int64, opts ...LimiterOption) *FixedWindow {
+func NewFixedWindow(window time.Duration, limit int64) *FixedWindow {
 	if window <= 0 {
 		panic("policy: FixedWindow window must be > 0")
 	}
-	o := buildOptions(opts)
-	w := &FixedWindow{clock: o.clock, window: int64(window), limit: limit, reason: ReasonRPM}
+	w := &FixedWindow{window: int64(window), limit: limit, reason: ReasonRPM}
 	w.keys.init(numShards, func(s *fwState, now int64) bool { return s.win < w.index(now) })
 	return w
 }
@@ -46,9 +44,6 @@ func (w *FixedWindow) index(t int64) int64 {
 	}
 	return i
 }
-
-// Allow implements [Limiter.Allow].
-func (w *FixedWindow) Allow(k Key) Decision { return w.AllowAt(w.clock.Now(), k) }
 
 // AllowAt implements [Limiter.AllowAt] with the limit given at
 // construction.

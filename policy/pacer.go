@@ -18,10 +18,6 @@ type RateSource interface {
 // PacerOption configures a Pacer.
 type PacerOption func(*Pacer)
 
-// WithPacerClock makes the pacer read time from c instead of
-// [SystemClock].
-func WithPacerClock(c Clock) PacerOption { return func(p *Pacer) { p.clock = c } }
-
 // WithPacerIdle sets how long after its next slot an untouched key is
 // forgotten (default [DefaultPacerIdle]). A forgotten key restarts from
 // "now", exactly as it would after that much idleness anyway.
@@ -67,7 +63,6 @@ const pausedWait = time.Second
 // [NewPacer].
 type Pacer struct {
 	src   RateSource
-	clock Clock
 	epoch time.Time // time line origin: slots are int64 ns since epoch
 	idle  int64     // ns after its next slot that a key is forgotten
 	// tolerance is the lateness (ns) that keeps the slot grid.
@@ -86,11 +81,10 @@ type pacerState struct {
 
 // NewPacer returns a pacer reading base rates from src.
 func NewPacer(src RateSource, opts ...PacerOption) *Pacer {
-	p := &Pacer{src: src, clock: SystemClock, idle: int64(DefaultPacerIdle), tolerance: int64(DefaultPacerTolerance)}
+	p := &Pacer{src: src, epoch: time.Now(), idle: int64(DefaultPacerIdle), tolerance: int64(DefaultPacerTolerance)}
 	for _, o := range opts {
 		o(p)
 	}
-	p.epoch = p.clock.Now()
 	p.global.Store(math.Float64bits(1))
 	p.keys.init(numShards, p.idleKey)
 	return p
@@ -100,17 +94,18 @@ func NewPacer(src RateSource, opts ...PacerOption) *Pacer {
 // longer than the horizon, so forgetting it changes nothing.
 func (p *Pacer) idleKey(s *pacerState, now int64) bool { return now-s.next > p.idle }
 
-// AcquireOrSuspend is AcquireOrSuspendAt at the pacer's clock.
-func (p *Pacer) AcquireOrSuspend(k Key, cost float64) time.Duration {
-	return p.AcquireOrSuspendAt(p.clock.Now(), k, cost)
-}
-
-// AcquireOrSuspendAt returns 0 when k's next release slot has come (the
+// AcquireOrSuspend returns 0 when k's next release slot has come (the
 // slot is taken: release one request of the given cost now), or else how
 // long until that slot (nothing taken: ask again then). Cost is 1 per
 // request, or tokens when k's rate is in tokens/s; a non-positive or NaN
 // cost counts as 1.
-func (p *Pacer) AcquireOrSuspendAt(now time.Time, k Key, cost float64) time.Duration {
+func (p *Pacer) AcquireOrSuspend(k Key, cost float64) time.Duration {
+	return p.acquireOrSuspendAt(time.Now(), k, cost)
+}
+
+// acquireOrSuspendAt is AcquireOrSuspend at now: the decision itself, a
+// pure function of now and the key's state.
+func (p *Pacer) acquireOrSuspendAt(now time.Time, k Key, cost float64) time.Duration {
 	if !(cost > 0) {
 		cost = 1
 	}
@@ -144,13 +139,13 @@ func (p *Pacer) AcquireOrSuspendAt(now time.Time, k Key, cost float64) time.Dura
 	return 0
 }
 
-// Wait is WaitAt at the pacer's clock.
-func (p *Pacer) Wait(k Key, cost float64) time.Duration { return p.WaitAt(p.clock.Now(), k, cost) }
+// Wait returns how long until k's next release slot, 0 when it has come,
+// taking nothing: AcquireOrSuspend at the same instant would answer the
+// same and take the slot.
+func (p *Pacer) Wait(k Key, cost float64) time.Duration { return p.waitAt(time.Now(), k, cost) }
 
-// WaitAt returns how long until k's next release slot, 0 when it has
-// come, taking nothing: AcquireOrSuspendAt at the same instant would
-// answer the same and take the slot.
-func (p *Pacer) WaitAt(now time.Time, k Key, cost float64) time.Duration {
+// waitAt is Wait at now.
+func (p *Pacer) waitAt(now time.Time, k Key, cost float64) time.Duration {
 	rate := p.EffectiveRate(k)
 	switch {
 	case math.IsInf(rate, 1):

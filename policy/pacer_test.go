@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -33,15 +34,15 @@ type pacerStep struct {
 func runPacer(t *testing.T, p *Pacer, k Key, steps []pacerStep) {
 	t.Helper()
 	for i, s := range steps {
-		if got := p.AcquireOrSuspendAt(t0.Add(s.at), k, s.cost); got != s.want {
-			t.Errorf("step %d: AcquireOrSuspendAt(t0+%v, cost %v) = %v, want %v", i, s.at, s.cost, got, s.want)
+		if got := p.acquireOrSuspendAt(t0.Add(s.at), k, s.cost); got != s.want {
+			t.Errorf("step %d: acquireOrSuspendAt(t0+%v, cost %v) = %v, want %v", i, s.at, s.cost, got, s.want)
 		}
 	}
 }
 
 func TestPacerSteps(t *testing.T) {
 	ms := time.Millisecond
-	p := NewPacer(constRate(2), WithPacerClock(NewManualClock(t0))) // one per 500ms
+	p := NewPacer(constRate(2)) // one per 500ms
 	runPacer(t, p, kA, []pacerStep{
 		{0, 1, 0},                 // a fresh key releases at once
 		{0, 1, 500 * ms},          // the next slot; nothing taken
@@ -65,7 +66,7 @@ func TestPacerSteps(t *testing.T) {
 // long-run rate holds; beyond it the grid restarts.
 func TestPacerToleranceAtHighRate(t *testing.T) {
 	ms := time.Millisecond
-	p := NewPacer(constRate(1000), WithPacerClock(NewManualClock(t0))) // one per 1ms, tolerance 20ms
+	p := NewPacer(constRate(1000)) // one per 1ms, tolerance 20ms
 	runPacer(t, p, kA, []pacerStep{
 		{0, 1, 0},
 		{5 * ms, 1, 0}, // 4ms late: slots 1..5ms are made up at once
@@ -82,9 +83,9 @@ func TestPacerToleranceAtHighRate(t *testing.T) {
 
 func TestPacerRateChangeMovesPendingSlot(t *testing.T) {
 	src := newVarRate(1)
-	p := NewPacer(src, WithPacerClock(NewManualClock(t0)))
+	p := NewPacer(src)
 	now := t0
-	if d := p.AcquireOrSuspendAt(now, kA, 1); d != 0 {
+	if d := p.acquireOrSuspendAt(now, kA, 1); d != 0 {
 		t.Fatalf("first release: %v", d)
 	}
 	now = now.Add(100 * time.Millisecond)
@@ -98,7 +99,7 @@ func TestPacerRateChangeMovesPendingSlot(t *testing.T) {
 		{4, 150 * time.Millisecond},
 	} {
 		src.set(c.rate)
-		if got := p.AcquireOrSuspendAt(now, kA, 1); got != c.want {
+		if got := p.acquireOrSuspendAt(now, kA, 1); got != c.want {
 			t.Errorf("rate %v: wait %v, want %v", c.rate, got, c.want)
 		}
 	}
@@ -144,24 +145,24 @@ func TestPacerFactors(t *testing.T) {
 func TestPacerUnpacedAndPaused(t *testing.T) {
 	p := NewPacer(constRate(math.Inf(1)))
 	for range 5 {
-		if d := p.AcquireOrSuspendAt(t0, kA, 1); d != 0 {
+		if d := p.acquireOrSuspendAt(t0, kA, 1); d != 0 {
 			t.Fatalf("unpaced key suspended for %v", d)
 		}
 	}
 	if p.Len() != 0 {
 		t.Fatalf("an unpaced key holds state: Len = %d", p.Len())
 	}
-	if d := NewPacer(constRate(0)).AcquireOrSuspendAt(t0, kA, 1); d != pausedWait {
+	if d := NewPacer(constRate(0)).acquireOrSuspendAt(t0, kA, 1); d != pausedWait {
 		t.Fatalf("zero rate: %v, want %v", d, pausedWait)
 	}
 }
 
 func TestPacerTokenWeighted(t *testing.T) {
 	p := NewPacer(constRate(100)) // tokens/s
-	if d := p.AcquireOrSuspendAt(t0, kA, 50); d != 0 {
+	if d := p.acquireOrSuspendAt(t0, kA, 50); d != 0 {
 		t.Fatalf("first: %v", d)
 	}
-	if d := p.AcquireOrSuspendAt(t0, kA, 10); d != 500*time.Millisecond {
+	if d := p.acquireOrSuspendAt(t0, kA, 10); d != 500*time.Millisecond {
 		t.Fatalf("after 50 tokens at 100/s: wait %v, want 500ms", d)
 	}
 }
@@ -172,7 +173,7 @@ func TestPacerTokenWeighted(t *testing.T) {
 func consume(p *Pacer, k Key, from, to time.Time, latePart float64, seed *uint64) (int, time.Time) {
 	n, now := 0, from
 	for now.Before(to) {
-		d := p.AcquireOrSuspendAt(now, k, 1)
+		d := p.acquireOrSuspendAt(now, k, 1)
 		if d == 0 {
 			n++
 			continue
@@ -190,7 +191,7 @@ func consume(p *Pacer, k Key, from, to time.Time, latePart float64, seed *uint64
 // change, a column factor and a global factor.
 func TestPacerLongRunRate(t *testing.T) {
 	src := newVarRate(10)
-	p := NewPacer(src, WithPacerClock(NewManualClock(t0)))
+	p := NewPacer(src)
 	seed := uint64(1)
 	phase := 500 * time.Second // long enough that ±1 release is under 0.1%
 	now := t0
@@ -220,15 +221,15 @@ func TestPacerEvictsIdleKeys(t *testing.T) {
 	src := newVarRate(1)
 	p := NewPacer(src, WithPacerIdle(time.Minute))
 	p.keys.init(1, p.idleKey)
-	p.AcquireOrSuspendAt(t0, kA, 1)
+	p.acquireOrSuspendAt(t0, kA, 1)
 	for i := range 100 {
-		p.AcquireOrSuspendAt(t0, Key{Tenant: "t", Model: string(rune('a' + i))}, 1)
+		p.acquireOrSuspendAt(t0, Key{Tenant: "t", Model: string(rune('a' + i))}, 1)
 	}
 	slow := Key{Tenant: "slow", Model: "m"}
-	p.AcquireOrSuspendAt(t0, slow, 7200) // next slot 2h away: not idle
+	p.acquireOrSuspendAt(t0, slow, 7200) // next slot 2h away: not idle
 	later := t0.Add(2 * time.Minute)
 	for range 10 { // calls for a present key do not sweep
-		p.AcquireOrSuspendAt(later, kA, 1)
+		p.acquireOrSuspendAt(later, kA, 1)
 	}
 	if n := p.Len(); n != 102 {
 		t.Fatalf("Len = %d, want 102: calls for present keys do not sweep", n)
@@ -237,24 +238,24 @@ func TestPacerEvictsIdleKeys(t *testing.T) {
 	// into the hole, which the next inspection looks at. 200 insertions
 	// reach every old entry.
 	for i := range 200 {
-		p.AcquireOrSuspendAt(later, Key{Tenant: "new", Model: strconv.Itoa(i)}, 1)
+		p.acquireOrSuspendAt(later, Key{Tenant: "new", Model: strconv.Itoa(i)}, 1)
 	}
 	if n := p.Len(); n != 202 {
 		t.Fatalf("Len after the sweep = %d, want 202 (the 200 new keys, the hot key and the slow one)", n)
 	}
-	if d := p.AcquireOrSuspendAt(later, slow, 1); d != 2*time.Hour-2*time.Minute {
+	if d := p.acquireOrSuspendAt(later, slow, 1); d != 2*time.Hour-2*time.Minute {
 		t.Fatalf("the slow key lost its slot: wait %v", d)
 	}
 }
 
 func TestPacerConcurrentFactorChanges(t *testing.T) {
-	p := NewPacer(constRate(1000), WithPacerClock(NewManualClock(t0)))
+	p := NewPacer(constRate(1000))
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
 			for i := range 500 {
 				k := Key{Tenant: "t", Model: string(rune('a' + (g*500+i)%7))}
-				p.AcquireOrSuspendAt(t0.Add(time.Duration(i)*time.Millisecond), k, 1)
+				p.acquireOrSuspendAt(t0.Add(time.Duration(i)*time.Millisecond), k, 1)
 			}
 		})
 	}
@@ -268,4 +269,28 @@ func TestPacerConcurrentFactorChanges(t *testing.T) {
 	if p.Len() != 7 {
 		t.Fatalf("Len = %d, want 7", p.Len())
 	}
+}
+
+// The exported forms read the wall clock: in a bubble, Wait and
+// AcquireOrSuspend agree, and sleeping the wait they give makes the slot
+// come, to the nanosecond.
+func TestPacerReadsTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := NewPacer(constRate(4)) // one per 250ms
+		if d := p.AcquireOrSuspend(kA, 1); d != 0 {
+			t.Fatalf("first acquire waited %v", d)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if w, d := p.Wait(kA, 1), p.AcquireOrSuspend(kA, 1); w != 150*time.Millisecond || d != w {
+			t.Fatalf("Wait %v, AcquireOrSuspend %v; want 150ms both", w, d)
+		}
+		time.Sleep(150*time.Millisecond - 1)
+		if d := p.AcquireOrSuspend(kA, 1); d != 1 {
+			t.Fatalf("1ns early: wait %v, want 1ns", d)
+		}
+		time.Sleep(1)
+		if w, d := p.Wait(kA, 1), p.AcquireOrSuspend(kA, 1); w != 0 || d != 0 {
+			t.Fatalf("at the slot: Wait %v, AcquireOrSuspend %v; want 0", w, d)
+		}
+	})
 }

@@ -33,7 +33,7 @@ func run(t *testing.T, decide func(now time.Time) Decision, steps []step) {
 }
 
 func TestFixedWindowSteps(t *testing.T) {
-	w := NewFixedWindow(time.Minute, 3, WithClock(NewManualClock(t0)))
+	w := NewFixedWindow(time.Minute, 3)
 	run(t, func(now time.Time) Decision { return w.AllowAt(now, kA) }, []step{
 		{0, true, 2, 0},
 		{10 * time.Second, true, 1, 0},
@@ -77,7 +77,7 @@ func TestFixedWindowReserveAdjust(t *testing.T) {
 }
 
 func TestTokenBucketSteps(t *testing.T) {
-	b := NewTokenBucket(BucketParams{Capacity: 3, Refill: 1}, WithClock(NewManualClock(t0)))
+	b := NewTokenBucket(BucketParams{Capacity: 3, Refill: 1})
 	run(t, func(now time.Time) Decision { return b.AllowAt(now, kA) }, []step{
 		{0, true, 2, 0},
 		{0, true, 1, 0},

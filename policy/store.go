@@ -183,6 +183,16 @@ func (sh *storeShard[V]) shrink(s *store[V]) {
 	}
 }
 
+// sweepAll sweeps every shard once.
+func (s *store[V]) sweepAll(now int64) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.sweep(s, now)
+		sh.mu.Unlock()
+	}
+}
+
 // len returns the number of entries held.
 func (s *store[V]) len() int {
 	n := 0

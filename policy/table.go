@@ -1,95 +1,11 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"sync"
 	"sync/atomic"
-	"time"
 )
-
-// Override is a runtime change to some limits, set through the admin API.
-// A nil field leaves that limit as configured; the zero value overrides
-// nothing (and setting it removes an override).
-type Override struct {
-	RPM, TPM, Burst *int64
-	Rate            *float64
-	Backlog         *int
-	MaxWait         *time.Duration
-}
-
-// IsZero reports whether o overrides nothing.
-func (o Override) IsZero() bool { return o == Override{} }
-
-// Validate reports the first invalid field, by its config name.
-func (o Override) Validate() error {
-	for _, f := range []struct {
-		name string
-		v    *int64
-	}{{"rpm", o.RPM}, {"tpm", o.TPM}, {"burst", o.Burst}} {
-		if f.v != nil && *f.v < 0 {
-			return fmt.Errorf("%s: must be >= 0", f.name)
-		}
-	}
-	switch {
-	case o.Rate != nil && !(*o.Rate > 0):
-		return errors.New("rate: must be > 0")
-	case o.Backlog != nil && *o.Backlog < 0:
-		return errors.New("backlog: must be >= 0")
-	case o.MaxWait != nil && *o.MaxWait <= 0:
-		return errors.New("max_wait: must be > 0")
-	}
-	return nil
-}
-
-// Apply overlays the fields o sets on l.
-func (o Override) Apply(l Limits) Limits {
-	if o.RPM != nil {
-		l.RPM = *o.RPM
-	}
-	if o.TPM != nil {
-		l.TPM = *o.TPM
-	}
-	if o.Burst != nil {
-		l.Burst = *o.Burst
-	}
-	if o.Rate != nil {
-		l.Rate = *o.Rate
-	}
-	if o.Backlog != nil {
-		l.Backlog = *o.Backlog
-	}
-	if o.MaxWait != nil {
-		l.MaxWait = *o.MaxWait
-	}
-	return l
-}
-
-// survive returns o without the fields whose configured value changed
-// between old and new: a config edit to a field wins over an older
-// runtime override of that same field.
-func (o Override) survive(old, new Limits) Override {
-	if old.RPM != new.RPM {
-		o.RPM = nil
-	}
-	if old.TPM != new.TPM {
-		o.TPM = nil
-	}
-	if old.Burst != new.Burst {
-		o.Burst = nil
-	}
-	if old.Rate != new.Rate {
-		o.Rate = nil
-	}
-	if old.Backlog != new.Backlog {
-		o.Backlog = nil
-	}
-	if old.MaxWait != new.MaxWait {
-		o.MaxWait = nil
-	}
-	return o
-}
 
 // Table is the live quota state: a [Quotas] snapshot plus runtime
 // overrides. It is safe for concurrent use. Reads are lock-free (one

@@ -13,8 +13,7 @@ import (
 // full buckets (indistinguishable from new ones) are dropped by a sweep of
 // a few entries per call. Make it with [NewTokenBucket].
 type TokenBucket struct {
-	clock  Clock
-	epoch  time.Time
+	epoch  time.Time    // time line origin: states keep int64 ns since epoch
 	params BucketParams // for the fixed-parameter form
 	keys   store[bucket]
 }
@@ -28,15 +27,11 @@ type BucketParams struct {
 }
 
 // NewTokenBucket returns a keyed bucket whose fixed-parameter form uses p.
-func NewTokenBucket(p BucketParams, opts ...LimiterOption) *TokenBucket {
-	o := buildOptions(opts)
-	b := &TokenBucket{clock: o.clock, epoch: o.clock.Now(), params: p}
+func NewTokenBucket(p BucketParams) *TokenBucket {
+	b := &TokenBucket{epoch: time.Now(), params: p}
 	b.keys.init(numShards, func(s *bucket, now int64) bool { return s.full(now) })
 	return b
 }
-
-// Allow implements [Limiter.Allow].
-func (b *TokenBucket) Allow(k Key) Decision { return b.AllowAt(b.clock.Now(), k) }
 
 // AllowAt implements [Limiter.AllowAt]: cost 1 with the construction
 // parameters.
@@ -91,6 +86,13 @@ func (b *TokenBucket) RefundAt(now time.Time, k Key, cost float64) {
 
 // Len returns the number of keys currently held.
 func (b *TokenBucket) Len() int { return b.keys.len() }
+
+// Sweep drops the full buckets (which behave as absent ones) among a few
+// entries of every shard at now. Adding a key sweeps its shard already;
+// Sweep is for a caller that bounds its keys and adds none while at the
+// bound, so that the idle ones still make room. It costs one lock per
+// shard.
+func (b *TokenBucket) Sweep(now time.Time) { b.keys.sweepAll(int64(now.Sub(b.epoch))) }
 
 // bucket is one key's token count at time last. It changes only on a
 // spend (or a refund), so that the refill from last is one deterministic

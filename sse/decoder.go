@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"time"
@@ -67,8 +68,10 @@ type Decoder struct {
 	hasData bool
 	event   string
 	id      string
-	retry   time.Duration
-	dirty   bool // a field line was seen since the last blank line
+	// lastEvent is the last event name, kept to reuse its string.
+	lastEvent string
+	retry     time.Duration
+	dirty     bool // a field line was seen since the last blank line
 }
 
 // NewDecoder returns a Decoder reading from r.
@@ -84,6 +87,18 @@ func NewDecoder(r io.Reader, opts ...Option) *Decoder {
 // or io.ErrUnexpectedEOF when the input stopped inside an event (a
 // truncated stream). Errors are terminal.
 func (d *Decoder) Next() (Event, error) {
+	ev, err := d.Borrow()
+	if err == nil {
+		ev.Data = bytes.Clone(ev.Data)
+	}
+	return ev, err
+}
+
+// Borrow is Next without the copy: the event's Data aliases the
+// decoder's buffer and is valid only until the next call. A relay that
+// writes each event on before reading the next one uses it to read a
+// stream without an allocation per event.
+func (d *Decoder) Borrow() (Event, error) {
 	for d.err == nil {
 		line, err := d.line()
 		if err != nil {

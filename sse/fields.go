@@ -22,7 +22,7 @@ func (d *Decoder) process(line []byte) (Event, bool) {
 		if !d.comments {
 			return Event{}, false
 		}
-		return Event{Comment: true, Data: bytes.Clone(trimSpace1(line[1:]))}, true
+		return Event{Comment: true, Data: trimSpace1(line[1:])}, true
 	}
 	field, value := line, []byte(nil)
 	if i := bytes.IndexByte(line, ':'); i >= 0 {
@@ -35,10 +35,11 @@ func (d *Decoder) process(line []byte) (Event, bool) {
 		d.data = append(d.data, '\n')
 		d.hasData = true
 	case "event":
-		d.event = string(value)
+		d.event = reuse(d.lastEvent, value)
+		d.lastEvent = d.event
 	case "id":
 		if bytes.IndexByte(value, 0) < 0 {
-			d.id = string(value)
+			d.id = reuse(d.id, value)
 		}
 	case "retry":
 		if ms, ok := parseRetry(value); ok {
@@ -58,9 +59,18 @@ func (d *Decoder) dispatch() (Event, bool) {
 		return Event{}, false
 	}
 	ev := Event{ID: d.id, Event: event, Retry: d.retry}
-	ev.Data = bytes.Clone(d.data[:len(d.data)-1])
+	ev.Data = d.data[:len(d.data)-1]
 	d.data, d.hasData = d.data[:0], false
 	return ev, true
+}
+
+// reuse returns last when it spells b, else a new string: a stream
+// repeats its event names and ids, so most events cost no allocation.
+func reuse(last string, b []byte) string {
+	if string(b) == last {
+		return last
+	}
+	return string(b)
 }
 
 // trimSpace1 strips exactly one leading space: "data:  x" keeps " x".

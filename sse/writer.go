@@ -15,11 +15,15 @@ import (
 var ErrWritingDownstream = errors.New("sse: writing downstream")
 
 // Writer frames events onto an http.ResponseWriter and flushes each one.
-// The zero value is not usable; call [NewWriter]. A Writer is safe for
-// concurrent use: a heartbeat may race a chunk, and one mutex keeps
-// their frames whole. After the first error every method returns it.
+// The zero value is not usable; call [NewWriter] or [NewSerialWriter].
+// A Writer from NewWriter is safe for concurrent use: a heartbeat may
+// race a chunk, and one mutex keeps their frames whole. One from
+// NewSerialWriter takes no lock and is for a single writing goroutine
+// (one that sends its heartbeats between its chunks). After the first
+// error every method returns it.
 type Writer struct {
-	mu     sync.Mutex
+	mu     sync.Mutex // guards the fields below when shared
+	shared bool       // set by NewWriter: lock mu
 	w      http.ResponseWriter
 	rc     *http.ResponseController
 	header bool
@@ -31,7 +35,25 @@ type Writer struct {
 // http.NewResponseController, so wrappers of w must have an
 // Unwrap() http.ResponseWriter method for them to reach the connection.
 func NewWriter(w http.ResponseWriter) *Writer {
+	return &Writer{shared: true, w: w, rc: http.NewResponseController(w)}
+}
+
+// NewSerialWriter is NewWriter for a Writer that one goroutine uses: its
+// methods take no lock.
+func NewSerialWriter(w http.ResponseWriter) *Writer {
 	return &Writer{w: w, rc: http.NewResponseController(w)}
+}
+
+func (sw *Writer) lock() {
+	if sw.shared {
+		sw.mu.Lock()
+	}
+}
+
+func (sw *Writer) unlock() {
+	if sw.shared {
+		sw.mu.Unlock()
+	}
 }
 
 // WriteHeader sends the status with the event-stream headers. It is
@@ -39,12 +61,12 @@ func NewWriter(w http.ResponseWriter) *Writer {
 // nothing. Connection: keep-alive only matters to HTTP/1 peers; Go's
 // HTTP/2 server removes it, as RFC 9113 requires.
 func (sw *Writer) WriteHeader(status int) {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
+	sw.lock()
+	defer sw.unlock()
 	sw.writeHeader(status)
 }
 
-// writeHeader requires sw.mu held.
+// writeHeader requires sw.lock held.
 func (sw *Writer) writeHeader(status int) {
 	if sw.header {
 		return
@@ -63,16 +85,16 @@ func (sw *Writer) writeHeader(status int) {
 // HeaderWritten reports whether the status line has been sent: after
 // that, errors can only be reported inside the stream.
 func (sw *Writer) HeaderWritten() bool {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
+	sw.lock()
+	defer sw.unlock()
 	return sw.header
 }
 
 // Data sends p as one event: "data: <line>\n" per line of p, then a blank
 // line. An empty p sends "data: \n\n".
 func (sw *Writer) Data(p []byte) error {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
+	sw.lock()
+	defer sw.unlock()
 	sw.buf = appendField(sw.buf[:0], "data: ", p)
 	sw.buf = append(sw.buf, '\n')
 	return sw.send()
@@ -83,8 +105,8 @@ func (sw *Writer) Event(name string, data []byte) error {
 	if strings.ContainsAny(name, "\r\n") {
 		return fmt.Errorf("sse: event name %q contains a line break", name)
 	}
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
+	sw.lock()
+	defer sw.unlock()
 	sw.buf = append(append(append(sw.buf[:0], "event: "...), name...), '\n')
 	sw.buf = appendField(sw.buf, "data: ", data)
 	sw.buf = append(sw.buf, '\n')
@@ -94,8 +116,8 @@ func (sw *Writer) Event(name string, data []byte) error {
 // Comment sends ": text\n\n", which clients ignore: a keep-alive or a
 // progress note.
 func (sw *Writer) Comment(text string) error {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
+	sw.lock()
+	defer sw.unlock()
 	sw.buf = appendField(sw.buf[:0], ": ", []byte(text))
 	sw.buf = append(sw.buf, '\n')
 	return sw.send()
@@ -106,7 +128,7 @@ func (sw *Writer) Done() error { return sw.Data(doneData) }
 
 var doneData = []byte("[DONE]")
 
-// send writes sw.buf and flushes; requires sw.mu held.
+// send writes sw.buf and flushes; requires sw.lock held.
 func (sw *Writer) send() error {
 	if sw.err != nil {
 		return sw.err

@@ -220,3 +220,35 @@ func TestIndexEOL(t *testing.T) {
 		}
 	}
 }
+
+// A serial Writer frames exactly as a shared one: only the lock differs.
+func TestSerialWriterFramesLikeShared(t *testing.T) {
+	write := func(sw *Writer) {
+		_ = sw.Comment("queued position=1")
+		_ = sw.Data([]byte("a\r\nb"))
+		_ = sw.Event("response.completed", []byte(`{"x":1}`))
+		_ = sw.Done()
+	}
+	shared, serial := httptest.NewRecorder(), httptest.NewRecorder()
+	write(NewWriter(shared))
+	write(NewSerialWriter(serial))
+	want := ": queued position=1\n\ndata: a\ndata: b\n\nevent: response.completed\ndata: {\"x\":1}\n\ndata: [DONE]\n\n"
+	if shared.Body.String() != want || serial.Body.String() != want {
+		t.Fatalf("shared %q\nserial %q\nwant %q", shared.Body, serial.Body, want)
+	}
+	if serial.Header().Get("Content-Type") != "text/event-stream" || !serial.Flushed {
+		t.Fatalf("serial headers %v, flushed %v", serial.Header(), serial.Flushed)
+	}
+}
+
+func BenchmarkSerialWriterData(b *testing.B) {
+	sw := NewSerialWriter(&discardRW{h: http.Header{}})
+	p := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"tok1 "},"logprobs":null,"finish_reason":null}]}`)
+	b.SetBytes(int64(len(p)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := sw.Data(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

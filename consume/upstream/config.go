@@ -35,6 +35,24 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer is told the result of each upstream attempt. Optional.
 	Observer Observer
+	// Routing chooses among the upstreams that have room. The zero value
+	// routes by prompt prefix with DefaultLoadBound.
+	Routing Routing
+}
+
+// Routing chooses the upstream of a queued request among those that have
+// room for it.
+type Routing struct {
+	// Policy is RoutePrefix (used when empty) or RouteLeastOutstanding.
+	// Prefix routing applies to requests that carry a prompt prefix
+	// (consume.Request.Prefix: the generation routes); the others, direct
+	// calls and retries go to the least loaded upstream either way.
+	Policy string
+	// LoadBound keeps prefix routing from piling onto one upstream: one
+	// whose requests in flight would exceed LoadBound × the mean over the
+	// model's upstreams, plus one, is skipped for the next best. Zero
+	// means DefaultLoadBound; below 1 is an error.
+	LoadBound float64
 }
 
 // UpstreamConfig is one vLLM server.
@@ -69,6 +87,11 @@ type UpstreamConfig struct {
 	// exceed the slowest time to first token. 0 means no limit; negative
 	// is an error.
 	IdleTimeout time.Duration
+	// CacheTokens is the size of its prefix (KV) cache in tokens, which
+	// bounds what the prefix index remembers of it. Zero means learned:
+	// it starts at prefix.DefaultCacheTokens and follows the cached token
+	// counts the upstream reports.
+	CacheTokens int64
 }
 
 // Observer is an optional metrics hook. Result is called once per
@@ -96,6 +119,17 @@ type UpstreamStat struct {
 	Errors                    uint64    // failures counted against it (transport errors, 5xx, failed probes)
 	DownUntil                 time.Time // zero while healthy
 	Models                    []string
+	// Routed counts the routing decisions that sent requests here, by
+	// decision (DecisionPrefix, DecisionMiss, DecisionLoad).
+	Routed map[string]uint64
+	// PromptTokens and CachedTokens add up the prompt tokens of the
+	// responses it served and the part it reported as prefix-cache hits
+	// (responses that report none count in neither).
+	PromptTokens, CachedTokens int64
+	// IndexBlocks and IndexCapacity are the prompt blocks the prefix
+	// index remembers for it and the most it may (0 without prefix
+	// routing).
+	IndexBlocks, IndexCapacity int
 }
 
 // Values of UpstreamStat.Room.
@@ -125,6 +159,19 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	switch c.Routing.Policy {
+	case "":
+		c.Routing.Policy = RoutePrefix
+	case RoutePrefix, RouteLeastOutstanding:
+	default:
+		return c, fmt.Errorf("upstream: unknown routing policy %q", c.Routing.Policy)
+	}
+	if c.Routing.LoadBound == 0 {
+		c.Routing.LoadBound = DefaultLoadBound
+	}
+	if c.Routing.LoadBound < 1 {
+		return c, fmt.Errorf("upstream: routing load bound %v is below 1", c.Routing.LoadBound)
+	}
 	seen := map[string]bool{}
 	ups := make([]UpstreamConfig, len(c.Upstreams))
 	for i, u := range c.Upstreams {
@@ -141,6 +188,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if u.Headroom < 0 {
 			return c, fmt.Errorf("upstream: %s: negative Headroom", base)
+		}
+		if u.CacheTokens < 0 {
+			return c, fmt.Errorf("upstream: %s: negative CacheTokens", base)
 		}
 		if u.IdleTimeout < 0 {
 			return c, fmt.Errorf("upstream: %s: negative IdleTimeout", base)

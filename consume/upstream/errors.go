@@ -19,9 +19,17 @@ var ErrStreamBroken = errors.New("upstream: response broke off")
 var ErrStreamStalled = fmt.Errorf("%w: stalled", ErrStreamBroken)
 
 // ErrStreamMalformed wraps ErrStreamBroken: the upstream's stream was not
-// what it promised (a data event that is not JSON, a body that is not
-// JSON, or an end without "data: [DONE]").
+// what it promised (a data event that is not JSON, a body that declared
+// JSON and is not, or an end without "data: [DONE]").
 var ErrStreamMalformed = fmt.Errorf("%w: malformed", ErrStreamBroken)
+
+// ErrBodyNotJSON wraps ErrStreamMalformed: a non-streamed body that
+// declared JSON (or no type) and is not JSON.
+var ErrBodyNotJSON = fmt.Errorf("%w: the body is not JSON", ErrStreamMalformed)
+
+// ErrBodyTooLarge wraps ErrStreamBroken: a non-streamed body longer than
+// the pool's MaxBodyBytes.
+var ErrBodyTooLarge = fmt.Errorf("%w: the body exceeds the size limit", ErrStreamBroken)
 
 // ErrClosed is returned by Start after Close, or when called twice.
 var ErrClosed = errors.New("upstream: pool closed or already started")

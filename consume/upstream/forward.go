@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pacegate/pacegate/consume"
 )
@@ -34,7 +35,7 @@ func (p *Pool) Pinned(url string) (known, available bool) {
 	defer p.mu.Unlock()
 	for _, u := range p.ups {
 		if u.url == url {
-			return true, u.available(p.now())
+			return true, u.available(time.Now())
 		}
 	}
 	return false, false
@@ -48,7 +49,7 @@ func (p *Pool) Pinned(url string) (known, available bool) {
 func (p *Pool) pick(model, url string, counted bool) (*slot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now()
+	now := time.Now()
 	var best *upstream
 	for _, u := range p.ups {
 		switch {

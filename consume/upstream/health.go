@@ -11,7 +11,7 @@ import (
 // it again.
 func (p *Pool) markDown(u *upstream, cause error) {
 	p.mu.Lock()
-	now := p.now()
+	now := time.Now()
 	u.errors++
 	if !u.healthy && now.Before(u.downUntil) {
 		p.mu.Unlock()
@@ -25,6 +25,11 @@ func (p *Pool) markDown(u *upstream, cause error) {
 	u.healthy, u.downUntil = false, now.Add(u.backoff)
 	backoff := u.backoff
 	p.mu.Unlock()
+	if p.index != nil {
+		// Its conversations re-home: what it held is unreachable now, and
+		// gone if it restarted.
+		p.index.Drop(u.id)
+	}
 	p.log.Warn("upstream marked down", slog.String("upstream", u.url), slog.Duration("backoff", backoff), slog.Any("error", cause))
 }
 

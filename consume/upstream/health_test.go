@@ -26,27 +26,41 @@ type flakyUpstream struct {
 }
 
 func newFlaky(t *testing.T) *flakyUpstream {
-	f := &flakyUpstream{sim: vllmsim.New(vllmsim.Config{Models: []string{"m"}, TTFT: -1, ITL: -1})}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" {
-			f.probes.Add(1)
-		}
-		if st := f.status.Load(); st != 0 {
-			w.WriteHeader(int(st))
-			return
-		}
-		f.sim.ServeHTTP(w, r)
-	}))
+	f := newFlakyHandler()
+	ts := httptest.NewServer(f)
 	t.Cleanup(ts.Close)
 	f.url = ts.URL
 	return f
 }
 
+// newFlakyHandler is a flakyUpstream with no socket, for a synctest
+// bubble (through hostTransport); its url is left empty.
+func newFlakyHandler() *flakyUpstream {
+	return &flakyUpstream{sim: vllmsim.New(vllmsim.Config{Models: []string{"m"}, TTFT: -1, ITL: -1})}
+}
+
+func (f *flakyUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/health" {
+		f.probes.Add(1)
+	}
+	if st := f.status.Load(); st != 0 {
+		w.WriteHeader(int(st))
+		return
+	}
+	f.sim.ServeHTTP(w, r)
+}
+
 func TestPassiveDownBackoffAndProberRecovery(t *testing.T) {
-	f := newFlaky(t)
-	p := newPool(t, UpstreamConfig{URL: f.url, Models: []string{"m"}})
-	clock := &manualClock{now: time.Unix(1000, 0)}
-	p.now = clock.Now
+	synctest.Test(t, passiveDownBackoffAndProberRecovery)
+}
+
+func passiveDownBackoffAndProberRecovery(t *testing.T) {
+	f := newFlakyHandler()
+	p, err := NewPool(Config{Transport: hostTransport{"flaky": f}, Upstreams: []UpstreamConfig{{URL: "http://flaky", Models: []string{"m"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
 	call := func() error {
 		s, ok := p.TryAcquire("m")
 		if !ok {
@@ -67,13 +81,13 @@ func TestPassiveDownBackoffAndProberRecovery(t *testing.T) {
 		{4 * time.Second, nil, 8 * time.Second},
 	}
 	for i, st := range steps {
-		clock.Advance(st.advance)
+		time.Sleep(st.advance)
 		err := call()
 		if st.wantErr != nil && err != st.wantErr || st.wantErr == nil && (err == nil || err == errNoSlot) {
 			t.Fatalf("step %d: err = %v", i, err)
 		}
 		s := p.Stats()[0]
-		if got := s.DownUntil.Sub(clock.Now()); s.Healthy || st.wantErr == nil && got != st.wantBackoff {
+		if got := s.DownUntil.Sub(time.Now()); s.Healthy || st.wantErr == nil && got != st.wantBackoff {
 			t.Fatalf("step %d: healthy %v, down for %v, want %v", i, s.Healthy, got, st.wantBackoff)
 		}
 	}
@@ -83,7 +97,7 @@ func TestPassiveDownBackoffAndProberRecovery(t *testing.T) {
 	if n := f.probes.Load(); n != 0 {
 		t.Fatalf("%d probes during the backoff", n)
 	}
-	clock.Advance(8 * time.Second)
+	time.Sleep(8 * time.Second)
 	p.probeAll(t.Context(), false)
 	if s := p.Stats()[0]; f.probes.Load() != 1 || !s.Healthy || !s.DownUntil.IsZero() || s.Errors != 4 {
 		t.Fatalf("after the probe: %+v (%d probes)", s, f.probes.Load())
@@ -94,7 +108,7 @@ func TestPassiveDownBackoffAndProberRecovery(t *testing.T) {
 	// Backoff starts over after recovery.
 	f.status.Store(500)
 	_ = call()
-	if s := p.Stats()[0]; s.DownUntil.Sub(clock.Now()) != time.Second {
+	if s := p.Stats()[0]; s.DownUntil.Sub(time.Now()) != time.Second {
 		t.Fatalf("backoff did not start over: %+v", s)
 	}
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -44,6 +45,7 @@ type recordEvents struct {
 func (r *recordEvents) emit(ev consume.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	ev.Data = bytes.Clone(ev.Data) // valid only during the call
 	r.evs = append(r.evs, ev)
 	return nil
 }
@@ -64,16 +66,6 @@ func mustAcquire(t *testing.T, p *Pool, model string) consume.Slot {
 	}
 	return s
 }
-
-// manualClock is a clock tests step by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *manualClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()

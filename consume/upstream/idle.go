@@ -2,53 +2,84 @@ package upstream
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// idleTimer aborts a stream whose upstream is silent too long. It runs
+// idleTimer aborts a stream whose upstream is silent too long. It counts
 // only while the relay waits for the upstream (between arm and disarm),
 // so a client slow to read never counts against the upstream. The zero
-// timeout disables it. It is used by one goroutine; the timer's callback
-// only sets fired and calls stop, which is safe concurrently.
+// timeout disables it.
+//
+// arm and disarm are called by the relay's goroutine around every read,
+// so they only store a time: one timer, which moves itself when it fires
+// early, ends a wait exactly d after it began. The timer's callback sets
+// fired and calls stop, which is safe concurrently.
 type idleTimer struct {
 	d     time.Duration
 	stop  context.CancelFunc
-	t     *time.Timer
 	fired atomic.Bool
+	// since is when the current wait began (unix nanos); 0 while the
+	// relay is not waiting.
+	since atomic.Int64
+
+	mu     sync.Mutex // guards t and closed, for the callback and close
+	t      *time.Timer
+	closed bool
 }
 
 func newIdleTimer(d time.Duration, stop context.CancelFunc) *idleTimer {
-	return &idleTimer{d: d, stop: stop}
+	it := &idleTimer{d: d, stop: stop}
+	if d > 0 {
+		it.mu.Lock()
+		it.t = time.AfterFunc(d, it.expire)
+		it.mu.Unlock()
+	}
+	return it
 }
 
-// arm starts (or restarts) the countdown.
+// arm starts a wait.
 func (it *idleTimer) arm() {
-	if it.d <= 0 {
-		return
+	if it.d > 0 {
+		it.since.Store(time.Now().UnixNano())
 	}
-	if it.t == nil {
-		it.t = time.AfterFunc(it.d, it.expire)
-		return
-	}
-	it.t.Reset(it.d)
 }
 
+// expire ends a wait that lasted d, or moves the timer to d after the
+// current wait began (d from now when none is under way). The timer
+// never fires later than that: it was last set d after a moment no later
+// than the current wait's start.
 func (it *idleTimer) expire() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.closed {
+		return
+	}
+	since := it.since.Load()
+	if since == 0 {
+		it.t.Reset(it.d)
+		return
+	}
+	if left := time.Duration(since + int64(it.d) - time.Now().UnixNano()); left > 0 {
+		it.t.Reset(left)
+		return
+	}
 	it.fired.Store(true)
 	it.stop()
 }
 
-// disarm pauses the countdown and reports whether it ran out.
+// disarm ends a wait and reports whether the timer ran out.
 func (it *idleTimer) disarm() bool {
-	if it.t != nil {
-		it.t.Stop()
-	}
+	it.since.Store(0)
 	return it.fired.Load()
 }
 
 // close ends the timer for good.
 func (it *idleTimer) close() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.closed = true
 	if it.t != nil {
 		it.t.Stop()
 	}

@@ -139,3 +139,27 @@ func TestNegativeIdleTimeout(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// A wait that begins while the timer is set for an earlier moment (the
+// client took 45 s to read a chunk) still ends exactly IdleTimeout after
+// it began.
+func TestIdleTimeoutAfterSlowClientIsExact(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, u := pipePool(t, 30*time.Second)
+		slowOnce := func(ev consume.Event) error {
+			if ev.Kind == consume.EventChunk {
+				time.Sleep(45 * time.Second)
+			}
+			return nil
+		}
+		errc := make(chan error, 1)
+		t0 := time.Now()
+		go func() { errc <- mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, ""), slowOnce) }()
+		synctest.Wait()
+		u.send(t, "data: {\"a\":1}\n\n") // read at 0 s; the wait after it begins at 45 s
+		err := <-errc
+		if d := time.Since(t0); d != 75*time.Second || !errors.Is(err, ErrStreamStalled) {
+			t.Fatalf("ended after %v with %v, want 75s and a stall", d, err)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/upstream/prefix"
 	"github.com/pacegate/pacegate/consume/upstream/vllmmetrics"
 )
 
@@ -21,11 +23,14 @@ type Pool struct {
 	cfg    Config
 	client *http.Client
 	log    *slog.Logger
-	now    func() time.Time // a seam for tests; time.Now otherwise
 
 	mu   sync.Mutex // guards ups' mutable fields and next
 	ups  []*upstream
 	next int // rotates the starting point so ties spread out
+	// index is where prompt prefixes were routed; nil unless
+	// Routing.Policy is RoutePrefix. It has its own lock, never taken
+	// with mu held.
+	index *prefix.Index
 
 	onFree atomic.Pointer[func(models []string)] // see OnFree
 
@@ -39,6 +44,7 @@ type Pool struct {
 
 // upstream is one server; fields below the line are guarded by Pool.mu.
 type upstream struct {
+	id       int // its place in Pool.ups, and in the prefix index
 	url      string
 	max      int           // MaxConcurrency, or DefaultMaxConcurrency: the limit without readings
 	headroom int           // slots beyond the limit, for TryAcquireHeadroom only
@@ -52,6 +58,13 @@ type upstream struct {
 	downUntil time.Time
 	backoff   time.Duration
 	errors    uint64
+	routed    map[string]uint64 // routing decisions (Decision*) that sent a request here
+
+	// The prompt tokens of the responses it served and how many of them
+	// it reported as prefix-cache hits (when it reports them). Atomic:
+	// updated after a response, outside mu.
+	promptTokens, cachedTokens atomic.Int64
+
 	// learn is the limit learned from the readings of its /metrics,
 	// used while metricsOK; fails counts the readings failed in a row
 	// and gauges is the last good reading.
@@ -70,13 +83,19 @@ func NewPool(cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{cfg: cfg, log: cfg.Logger, now: time.Now}
+	p := &Pool{cfg: cfg, log: cfg.Logger}
 	maxConc := 0
-	for _, u := range cfg.Upstreams {
+	cacheTokens := make([]int64, 0, len(cfg.Upstreams))
+	for i, u := range cfg.Upstreams {
 		models := slices.Clone(u.Models)
 		slices.Sort(models)
 		p.ups = append(p.ups, newUpstream(cfg, u, slices.Compact(models)))
+		p.ups[i].id = i
 		maxConc = max(maxConc, cmp.Or(u.MaxConcurrency, DefaultMaxConcurrency)+u.Headroom)
+		cacheTokens = append(cacheTokens, u.CacheTokens)
+	}
+	if cfg.Routing.Policy == RoutePrefix {
+		p.index = prefix.NewIndex(cacheTokens)
 	}
 	rt := cfg.Transport
 	if rt == nil {
@@ -110,7 +129,7 @@ func (p *Pool) TryAcquireHeadroom(model string) (consume.Slot, bool) {
 func (p *Pool) acquire(model string, skip *upstream, headroom bool) *slot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now()
+	now := time.Now()
 	var best *upstream
 	n := len(p.ups)
 	for i := range n {
@@ -132,7 +151,7 @@ func (p *Pool) acquire(model string, skip *upstream, headroom bool) *slot {
 
 func newUpstream(cfg Config, u UpstreamConfig, models []string) *upstream {
 	up := &upstream{url: u.URL, max: u.MaxConcurrency, headroom: u.Headroom, idle: u.IdleTimeout, dynamic: len(u.Models) == 0,
-		models: models, healthy: true, learns: cfg.MetricsInterval > 0 && !u.FixedConcurrency}
+		models: models, healthy: true, learns: cfg.MetricsInterval > 0 && !u.FixedConcurrency, routed: map[string]uint64{}}
 	ceiling := u.MaxConcurrency
 	if ceiling == 0 {
 		up.max, ceiling = DefaultMaxConcurrency, learnCeiling
@@ -205,7 +224,7 @@ func (p *Pool) Models() []string {
 func (p *Pool) Free(model string) (free, total int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now()
+	now := time.Now()
 	for _, u := range p.ups {
 		if u.available(now) && u.serves(model) {
 			total += u.limit(false)
@@ -245,13 +264,25 @@ func (p *Pool) Ready() bool {
 
 // Stats returns a snapshot of every upstream, in configuration order.
 func (p *Pool) Stats() []UpstreamStat {
+	out := p.stats()
+	if p.index != nil {
+		for i := range out {
+			st := p.index.Stat(i)
+			out[i].IndexBlocks, out[i].IndexCapacity = st.Blocks, st.Capacity
+		}
+	}
+	return out
+}
+
+func (p *Pool) stats() []UpstreamStat {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]UpstreamStat, 0, len(p.ups))
 	for _, u := range p.ups {
 		out = append(out, UpstreamStat{URL: u.url, InFlight: u.inFlight, MaxConcurrency: u.max, Headroom: u.headroom,
 			Healthy: u.healthy, Errors: u.errors, DownUntil: u.downUntil, Models: slices.Clone(u.models),
-			Limit: u.limit(false), Room: u.roomSource(), Running: u.gauges.Running, Waiting: u.gauges.Waiting, KVCache: u.gauges.KVCache})
+			Limit: u.limit(false), Room: u.roomSource(), Running: u.gauges.Running, Waiting: u.gauges.Waiting, KVCache: u.gauges.KVCache,
+			Routed: maps.Clone(u.routed), PromptTokens: u.promptTokens.Load(), CachedTokens: u.cachedTokens.Load()})
 	}
 	return out
 }

@@ -100,7 +100,7 @@ func (p *Pool) probeAll(ctx context.Context, force bool) {
 	var wg sync.WaitGroup
 	for _, u := range p.ups {
 		p.mu.Lock()
-		due := force || u.available(p.now())
+		due := force || u.available(time.Now())
 		p.mu.Unlock()
 		if due {
 			wg.Go(func() { p.probe(ctx, u) })

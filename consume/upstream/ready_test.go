@@ -51,49 +51,47 @@ func (v *vllm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // backoff, or one whose /health passes while it lists no model yet, does
 // not make the pool ready; ready comes with the models.
 func TestReadyOnlyWithAHealthyUpstreamAndItsModels(t *testing.T) {
-	v := new(vllm)
-	ts := httptest.NewServer(v)
-	t.Cleanup(ts.Close)
-	static := new(vllm)
-	sts := httptest.NewServer(static)
-	t.Cleanup(sts.Close)
 	for _, c := range []struct {
 		name string
-		up   *vllm
 		cfg  UpstreamConfig
 	}{
-		{"discovered", v, UpstreamConfig{URL: ts.URL}},
-		{"configured", static, UpstreamConfig{URL: sts.URL, Models: []string{"m"}}},
+		{"discovered", UpstreamConfig{URL: "http://vllm"}},
+		{"configured", UpstreamConfig{URL: "http://vllm", Models: []string{"m"}}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			p := newPool(t, c.cfg)
-			clock := &manualClock{now: time.Unix(1000, 0)}
-			p.now = clock.Now
-			wantModels := func(step string, ready bool, models ...string) {
-				t.Helper()
-				if got := p.Ready(); got != ready {
-					t.Fatalf("%s: Ready = %v, want %v (stats %+v)", step, got, ready, p.Stats())
-				}
-				if got := p.Models(); !slices.Equal(got, models) {
-					t.Fatalf("%s: Models = %v, want %v", step, got, models)
-				}
-			}
-			c.up.unload()
-			p.probeAll(t.Context(), true) // as Start does
-			configured := c.cfg.Models
-			wantModels("loading", false, configured...)
-			clock.Advance(time.Second)
-			wantModels("past the backoff, not probed again", false, configured...)
-			c.up.up.Store(true)
-			p.probeAll(t.Context(), false)
-			if c.cfg.Models == nil {
-				wantModels("health passes, no model listed yet", false)
-				c.up.serve("m")
-				p.probeAll(t.Context(), false)
-			}
-			wantModels("serving", true, "m")
-		})
+		t.Run(c.name, func(t *testing.T) { synctest.Test(t, func(t *testing.T) { readyWithModels(t, c.cfg) }) })
 	}
+}
+
+func readyWithModels(t *testing.T, cfg UpstreamConfig) {
+	up := new(vllm)
+	p, err := NewPool(Config{Transport: hostTransport{"vllm": up}, Upstreams: []UpstreamConfig{cfg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	wantModels := func(step string, ready bool, models ...string) {
+		t.Helper()
+		if got := p.Ready(); got != ready {
+			t.Fatalf("%s: Ready = %v, want %v (stats %+v)", step, got, ready, p.Stats())
+		}
+		if got := p.Models(); !slices.Equal(got, models) {
+			t.Fatalf("%s: Models = %v, want %v", step, got, models)
+		}
+	}
+	up.unload()
+	p.probeAll(t.Context(), true) // as Start does
+	configured := cfg.Models
+	wantModels("loading", false, configured...)
+	time.Sleep(time.Second)
+	wantModels("past the backoff, not probed again", false, configured...)
+	up.up.Store(true)
+	p.probeAll(t.Context(), false)
+	if cfg.Models == nil {
+		wantModels("health passes, no model listed yet", false)
+		up.serve("m")
+		p.probeAll(t.Context(), false)
+	}
+	wantModels("serving", true, "m")
 }
 
 // hostTransport serves each host's requests in memory. A synctest bubble

@@ -30,7 +30,7 @@ func (s *slot) relay(ctx context.Context, stop context.CancelFunc, resp *http.Re
 		}
 		return err
 	}
-	return s.relayBody(ctx, resp.Body, emit)
+	return s.relayBody(ctx, resp.Body, resp.Header.Get("Content-Type"), req.Shape, emit)
 }
 
 // broken reports a read failure after the first byte. When the caller's
@@ -57,9 +57,10 @@ func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io
 	idle := newIdleTimer(s.u.idle, stop)
 	defer idle.close()
 	d := sse.NewDecoder(body)
+	tally := consume.Tally{Shape: shape}
 	for {
 		idle.arm()
-		ev, err := d.Next()
+		ev, err := d.Borrow() // Data is valid until the next Borrow: emit copies it
 		if idle.disarm() {
 			return fmt.Errorf("%w: %s: no event for %s", ErrStreamStalled, s.u.url, s.u.idle)
 		}
@@ -72,10 +73,14 @@ func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io
 			return s.broken(ctx, err)
 		case !shape.Named() && shape.Ends(ev.Event, ev.Data):
 			return nil
-		case !json.Valid(ev.Data):
+		}
+		// One pass: validate the JSON and read the usage, for every
+		// reader of the response at once.
+		reading, valid := tally.Scan(ev.Event, ev.Data)
+		if !valid {
 			return s.malformed(ctx, "a data event is not JSON")
 		}
-		if err := emit(consume.Event{Kind: consume.EventChunk, Name: ev.Event, Data: ev.Data}); err != nil {
+		if err := emit(consume.Event{Kind: consume.EventChunk, Name: ev.Event, Data: ev.Data, Reading: reading}); err != nil {
 			return err
 		}
 		if shape.Named() && shape.Ends(ev.Event, ev.Data) {
@@ -108,20 +113,38 @@ const (
 	maxDrainBytes = 64 << 10
 )
 
-// relayBody emits the whole body, bounded by MaxBodyBytes.
-func (s *slot) relayBody(ctx context.Context, body io.Reader, emit func(consume.Event) error) error {
+// relayBody emits the whole body, bounded by MaxBodyBytes. A body that
+// says it is JSON (or says nothing) must be JSON; any other type (the
+// text, SRT or VTT answer of a transcription, any text/*) is the
+// upstream's to choose and goes to the client as it came, with its type.
+func (s *slot) relayBody(ctx context.Context, body io.Reader, contentType string, shape consume.Shape, emit func(consume.Event) error) error {
 	limit := s.p.cfg.MaxBodyBytes
 	data, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
 		return s.broken(ctx, err)
 	}
 	if int64(len(data)) > limit {
-		return fmt.Errorf("%w: %s: body exceeds %d bytes", ErrStreamBroken, s.u.url, limit)
+		return fmt.Errorf("%w: %s: %d bytes", ErrBodyTooLarge, s.u.url, limit)
 	}
-	if !json.Valid(data) {
-		return s.malformed(ctx, "the body is not JSON")
+	if declaresJSON(contentType) && !json.Valid(data) {
+		if ctx.Err() != nil {
+			return fmt.Errorf("upstream %s: %w", s.u.url, ctx.Err())
+		}
+		return fmt.Errorf("%w: %s: Content-Type %q", ErrBodyNotJSON, s.u.url, contentType)
 	}
-	return emit(consume.Event{Kind: consume.EventBody, Data: data})
+	tally := consume.Tally{Shape: shape}
+	return emit(consume.Event{Kind: consume.EventBody, Data: data, Reading: tally.Read(consume.EventBody, "", data)})
+}
+
+// declaresJSON reports whether a body of type ct must be JSON: an
+// application/json or +json type, or no usable type at all (the gateway
+// then labels it application/json).
+func declaresJSON(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err != nil || mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
 
 func isEventStream(ct string) bool {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/upstream/prefix"
 )
 
 // slot is capacity reserved on one upstream. It implements
@@ -23,6 +24,11 @@ type slot struct {
 	released atomic.Bool
 	// uncounted: a direct request's slot, not counted in u.inFlight.
 	uncounted bool
+	// served is the upstream that answered Do's request, and matched the
+	// prompt blocks the prefix index predicted it held: what Cached
+	// learns from. Written by Do, read after it, by the same goroutine.
+	served  *upstream
+	matched int
 }
 
 var errSlotUsed = errors.New("upstream: slot already used or released")
@@ -51,7 +57,11 @@ func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.E
 		cur.Release()
 		cur = pin
 		cur.used.Store(true)
+	} else if s.p.index != nil && len(req.Prefix) > 0 && req.Upstream == "" && !s.uncounted {
+		s.p.route(s, req)
+		s.p.index.Record(s.u.id, prefix.Chain{Hashes: req.Prefix, Bytes: req.PromptBytes})
 	}
+	s.served = cur.u
 	for attempt := 1; ; attempt++ {
 		resp, cancel, retry, err := cur.send(ctx, req)
 		if err == nil {
@@ -71,6 +81,10 @@ func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.E
 			slog.String("failed", cur.u.url), slog.String("next", next.u.url), slog.Any("error", err))
 		cur.Release()
 		cur = next
+		s.served, s.matched = next.u, 0
+		if s.p.index != nil && len(req.Prefix) > 0 {
+			s.p.index.Record(next.u.id, prefix.Chain{Hashes: req.Prefix, Bytes: req.PromptBytes})
+		}
 	}
 }
 
@@ -131,6 +145,22 @@ func (s *slot) send(ctx context.Context, req *consume.Request) (*http.Response, 
 	}
 	s.p.passiveUp(s.u) // it answered: alive
 	return nil, nil, false, serr
+}
+
+// Cached implements [consume.CacheReporter]: the upstream that served
+// the request reported cached of its prompt tokens as prefix-cache hits.
+// It counts them, and corrects the prefix index's idea of the size of
+// that upstream's cache.
+func (s *slot) Cached(req *consume.Request, prompt, cached int64) {
+	u := s.served
+	if u == nil || prompt <= 0 {
+		return
+	}
+	u.promptTokens.Add(prompt)
+	u.cachedTokens.Add(cached)
+	if s.p.index != nil && len(req.Prefix) > 0 {
+		s.p.index.Feedback(u.id, prefix.Chain{Hashes: req.Prefix, Bytes: req.PromptBytes}, s.matched, prompt, cached)
+	}
 }
 
 func (p *Pool) observe(u *upstream, status int, err error) {

@@ -66,8 +66,6 @@ type Config struct {
 	AuthBurst      int
 	AuthRefill     time.Duration
 	AuthMaxSources int
-	// Clock times the wrong-token limiter. Nil means policy.SystemClock.
-	Clock policy.Clock
 }
 
 // api holds the handlers' dependencies. It is safe for concurrent use:
@@ -76,7 +74,6 @@ type api struct {
 	cfg    Config
 	digest [32]byte // sha256 of the token: compared in constant time
 	tries  *authLimiter
-	clock  policy.Clock
 	pins   pinner
 	log    *slog.Logger
 	mu     sync.Mutex // serialises the read-modify-write of overrides
@@ -88,13 +85,10 @@ func New(cfg Config) http.Handler {
 	if cfg.Token == "" || cfg.Table == nil || cfg.Pacer == nil || cfg.Buckets == nil {
 		panic("admin: Config.Token, Table, Pacer and Buckets are required")
 	}
-	a := &api{cfg: cfg, digest: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger, clock: cfg.Clock,
+	a := &api{cfg: cfg, digest: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger,
 		tries: newAuthLimiter(cfg.AuthBurst, cfg.AuthRefill, cfg.AuthMaxSources)}
 	if a.log == nil {
 		a.log = slog.Default()
-	}
-	if a.clock == nil {
-		a.clock = policy.SystemClock
 	}
 	a.pins = newPinner(cfg.Control, cfg.Pacer)
 	return a.routes()
@@ -140,8 +134,9 @@ func (a *api) routes() chi.Router {
 // before its token is looked at (authLimiter).
 func (a *api) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		try, wait := a.tries.reserveAt(a.clock.Now(), sourceOf(r.RemoteAddr))
-		if try == nil {
+		now := time.Now()
+		try, wait := a.tries.reserve(now, sourceOf(r.RemoteAddr))
+		if wait > 0 {
 			w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
 			writeError(w, errTooManyTries)
 			return
@@ -153,7 +148,7 @@ func (a *api) auth(next http.Handler) http.Handler {
 			writeError(w, &apiError{status: http.StatusUnauthorized, msg: "Missing or invalid admin token.", code: "invalid_admin_token"})
 			return
 		}
-		a.tries.refund(try)
+		a.tries.refund(now, try)
 		next.ServeHTTP(w, r)
 	})
 }

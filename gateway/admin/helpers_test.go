@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pacegate/pacegate/consume/consumetest"
 	"github.com/pacegate/pacegate/policy"
@@ -33,14 +32,15 @@ tenants:
     keys: [k-ab]
 `
 
-// fixture is an admin API over real policy and consume state.
+// fixture is an admin API over real policy and consume state. A test
+// whose outcome depends on time makes it inside a synctest bubble and
+// moves time with time.Sleep.
 type fixture struct {
 	t     *testing.T
 	h     http.Handler
 	table *policy.Table
 	pacer *policy.Pacer
 	queue *consumetest.Queue
-	clock *policy.ManualClock
 }
 
 func parseConfig(t testing.TB, y string) *config.File {
@@ -58,11 +58,10 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, table: policy.NewTable(q), queue: consumetest.New(),
-		clock: policy.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
-	f.pacer = policy.NewPacer(f.table, policy.WithPacerClock(f.clock))
+	f := &fixture{t: t, table: policy.NewTable(q), queue: consumetest.New()}
+	f.pacer = policy.NewPacer(f.table)
 	f.h = New(Config{Token: testToken, Table: f.table, Pacer: f.pacer, Buckets: f.queue,
-		Models: func() []string { return []string{llama, "small"} }, Logger: discard(), Clock: f.clock})
+		Models: func() []string { return []string{llama, "small"} }, Logger: discard()})
 	return f
 }
 

@@ -2,8 +2,9 @@ package admin
 
 import (
 	"net/netip"
-	"sync"
 	"time"
+
+	"github.com/pacegate/pacegate/policy"
 )
 
 // Defaults of the wrong-token limiter (admin.auth_burst, auth_refill and
@@ -14,39 +15,32 @@ const (
 	DefaultAuthMaxSources = 10000
 )
 
-// evictScan bounds the entries one insertion into a full table looks at
-// for an idle one to evict, so that a table full of busy sources costs a
-// request a bounded scan.
-const evictScan = 64
+// overflowKey is the one budget shared by the sources met while the
+// table is full. No source has it: a source's key is its prefix, with no
+// model.
+var overflowKey = policy.Key{Model: "overflow"}
 
-// authLimiter slows down wrong admin tokens per source address. Each
-// source may present burst tokens at once, and earns one more try per
-// refill (a GCRA: its state is the time at which its budget is full
-// again). A try is reserved before the token is checked and given back
-// when the token was right, so an operator's own requests cost nothing
-// and concurrent wrong tokens cannot overdraw the budget. A source with
-// no try left is told how long to wait, the token unchecked.
+// authLimiter slows down wrong admin tokens per source address with
+// policy's token bucket: each source may present burst tokens at once and
+// earns one more try per refill. A try is taken before the token is
+// checked and given back when the token was right, so an operator's own
+// requests cost nothing and concurrent wrong tokens cannot overdraw the
+// budget. A source with no try left is told how long to wait, the token
+// unchecked.
 //
-// It remembers at most max sources: inserting into a full table evicts
-// idle entries (budget full again: the same as absent); when none of the
-// entries scanned is idle, the new source shares one overflow budget
-// with every other source met while the table is full. IPv6 sources are
-// keyed by their /64, which one host usually owns whole.
+// It remembers about max sources (concurrent new sources may pass it by
+// a few): once it holds max, it first drops idle ones (budget full again:
+// the same as absent), and when none is idle a new source shares one
+// overflow budget with every other source met while the table is full;
+// a source that is being slowed down keeps its own budget. IPv6 sources
+// are keyed by their /64, which one host usually owns whole.
 //
 // It starts no goroutine. It is safe for concurrent use.
 type authLimiter struct {
-	burst  int
-	refill time.Duration
-
-	mu       sync.Mutex // guards sources and overflow
-	max      int
-	sources  map[netip.Prefix]*authBudget
-	overflow authBudget
+	tries *policy.TokenBucket
+	p     policy.BucketParams
+	max   int
 }
-
-// authBudget is one source's state: full is when its budget is whole
-// again (the zero time: whole).
-type authBudget struct{ full time.Time }
 
 func newAuthLimiter(burst int, refill time.Duration, max int) *authLimiter {
 	if burst <= 0 {
@@ -58,70 +52,43 @@ func newAuthLimiter(burst int, refill time.Duration, max int) *authLimiter {
 	if max <= 0 {
 		max = DefaultAuthMaxSources
 	}
-	return &authLimiter{burst: burst, refill: refill, max: max, sources: make(map[netip.Prefix]*authBudget)}
+	p := policy.BucketParams{Capacity: float64(burst), Refill: float64(time.Second) / float64(refill)}
+	return &authLimiter{tries: policy.NewTokenBucket(p), p: p, max: max}
 }
 
-// reserveAt takes one try from src's budget at now. It returns the
-// budget to refund when the token proves right, or, when src has no try
-// left, nil and how long until it has one.
-func (l *authLimiter) reserveAt(now time.Time, src netip.Prefix) (*authBudget, time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.budget(now, src)
-	start := b.full
-	if start.Before(now) {
-		start = now
+// reserve takes one try from src's budget at now. It returns the key to
+// refund when the token proves right, or, when src has no try left, how
+// long until it has one (the key is then not to be refunded).
+func (l *authLimiter) reserve(now time.Time, src netip.Prefix) (policy.Key, time.Duration) {
+	k := l.key(now, src)
+	d, _ := l.tries.TakeAt(now, k, 1, l.p) // cannot fail: the cost is 1
+	if !d.Allowed {
+		return k, d.RetryAfter
 	}
-	next := start.Add(l.refill)
-	if wait := next.Sub(now) - time.Duration(l.burst)*l.refill; wait > 0 {
-		return nil, wait
-	}
-	b.full = next
-	return b, 0
+	return k, 0
 }
 
-// refund gives back the try reserveAt took: the token was right.
-func (l *authLimiter) refund(b *authBudget) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b.full = b.full.Add(-l.refill)
+// refund gives back the try reserve took: the token was right.
+func (l *authLimiter) refund(now time.Time, k policy.Key) { l.tries.RefundAt(now, k, 1) }
+
+// key is src's key, or the overflow's when the table is full of busy
+// sources and src is not one of them.
+func (l *authLimiter) key(now time.Time, src netip.Prefix) policy.Key {
+	k := policy.Key{Tenant: src.String()}
+	if l.tries.Len() < l.max || l.busy(now, k) {
+		return k
+	}
+	l.tries.Sweep(now)
+	if l.tries.Len() < l.max {
+		return k
+	}
+	return overflowKey
 }
 
-// budget finds or makes src's budget. Requires l.mu held.
-func (l *authLimiter) budget(now time.Time, src netip.Prefix) *authBudget {
-	if b, ok := l.sources[src]; ok {
-		return b
-	}
-	if len(l.sources) >= l.max {
-		l.evictIdle(now)
-	}
-	if len(l.sources) >= l.max {
-		return &l.overflow
-	}
-	b := &authBudget{}
-	l.sources[src] = b
-	return b
-}
-
-// evictIdle deletes idle entries among the first evictScan of the map's
-// (random) iteration order. Requires l.mu held.
-func (l *authLimiter) evictIdle(now time.Time) {
-	n := 0
-	for k, b := range l.sources {
-		if !b.full.After(now) {
-			delete(l.sources, k)
-		}
-		if n++; n == evictScan {
-			return
-		}
-	}
-}
-
-// len reports the sources remembered.
-func (l *authLimiter) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.sources)
+// busy reports whether k's budget is short of full: k has an entry of its
+// own that no sweep may drop.
+func (l *authLimiter) busy(now time.Time, k policy.Key) bool {
+	return l.tries.WaitAt(now, k, l.p.Capacity, l.p) > 0
 }
 
 // sourceOf keys a request's remote address: the address itself, or its

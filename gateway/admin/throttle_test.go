@@ -7,14 +7,17 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/pacegate/pacegate/policy"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // tryStep is one request at t0+at from src: good says whether its token
 // is right; wantWait is 0 when it may be checked, otherwise how long
-// reserveAt says to wait.
+// reserve says to wait.
 type tryStep struct {
 	at       time.Duration
 	src      string
@@ -25,12 +28,13 @@ type tryStep struct {
 func runTries(t *testing.T, l *authLimiter, steps []tryStep) {
 	t.Helper()
 	for i, s := range steps {
-		b, wait := l.reserveAt(t0.Add(s.at), netip.MustParsePrefix(s.src))
-		if wait != s.wantWait || (b == nil) != (s.wantWait > 0) {
-			t.Fatalf("step %d: reserveAt(t0+%s, %s) = (%v, %s), want wait %s", i, s.at, s.src, b != nil, wait, s.wantWait)
+		now := t0.Add(s.at)
+		k, wait := l.reserve(now, netip.MustParsePrefix(s.src))
+		if wait != s.wantWait {
+			t.Fatalf("step %d: reserve(t0+%s, %s) waits %s, want %s", i, s.at, s.src, wait, s.wantWait)
 		}
-		if b != nil && s.good {
-			l.refund(b)
+		if wait == 0 && s.good {
+			l.refund(now, k)
 		}
 	}
 }
@@ -71,7 +75,7 @@ func TestAuthLimiterConcurrent(t *testing.T) {
 	src := netip.MustParsePrefix(srcA)
 	passed := make(chan bool, 100)
 	for range 100 {
-		go func() { b, _ := l.reserveAt(t0, src); passed <- b != nil }()
+		go func() { _, wait := l.reserve(t0, src); passed <- wait == 0 }()
 	}
 	n := 0
 	for range 100 {
@@ -90,33 +94,34 @@ func TestAuthLimiterBounded(t *testing.T) {
 	l := newAuthLimiter(2, 10*time.Second, 50)
 	src := func(i int) netip.Prefix { return netip.MustParsePrefix(fmt.Sprintf("10.0.%d.%d/32", i/256, i%256)) }
 	for i := range 1000 { // one wrong token each: all busy for 10 s
-		if b, _ := l.reserveAt(t0, src(i)); b == nil {
+		if _, wait := l.reserve(t0, src(i)); wait > 0 {
 			break // the overflow budget is spent; the table is full
 		}
 	}
-	if n := l.len(); n != 50 {
-		t.Fatalf("%d sources remembered, want 50", n)
+	if n := l.tries.Len(); n != 51 {
+		t.Fatalf("%d entries, want 50 sources and the overflow", n)
 	}
 	// The overflow took two tries (burst 2) and is now spent, for every
 	// new source alike.
 	for i := 1000; i < 1010; i++ {
-		if _, wait := l.reserveAt(t0, src(i)); wait != 10*time.Second {
-			t.Fatalf("new source %d while full: wait %s, want 10s", i, wait)
+		if k, wait := l.reserve(t0, src(i)); wait != 10*time.Second || k != overflowKey {
+			t.Fatalf("new source %d while full: %v waits %s, want the overflow's 10s", i, k, wait)
 		}
 	}
 	// A remembered source keeps its own budget.
-	if b, _ := l.reserveAt(t0, src(0)); b == nil {
-		t.Fatal("a remembered source lost its budget")
+	if k, wait := l.reserve(t0, src(0)); wait != 0 || k.Tenant != src(0).String() {
+		t.Fatalf("a remembered source lost its budget: %v waits %s", k, wait)
 	}
-	// 10 s later every entry is idle: a new source evicts some and gets
+	// 10 s later every entry is idle: a new source evicts them and gets
 	// its own entry.
-	if b, _ := l.reserveAt(t0.Add(10*time.Second), src(2000)); b == nil {
-		t.Fatal("a new source was refused after the entries went idle")
+	later := t0.Add(10 * time.Second)
+	if k, wait := l.reserve(later, src(2000)); wait != 0 || k.Tenant != src(2000).String() {
+		t.Fatalf("a new source after the entries went idle: %v waits %s", k, wait)
 	}
-	if n := l.len(); n > 50 {
+	if n := l.tries.Len(); n > 50 {
 		t.Fatalf("%d sources remembered, want at most 50", n)
 	}
-	if _, ok := l.sources[src(2000)]; !ok {
+	if !l.busy(later, policy.Key{Tenant: src(2000).String()}) {
 		t.Fatal("the new source has no entry of its own")
 	}
 }
@@ -138,7 +143,9 @@ func TestSourceOf(t *testing.T) {
 // Through the API: the sixth wrong token in a row from one address gets
 // 429 with Retry-After, so does the right token until a try is earned,
 // and another address is served meanwhile.
-func TestAuthSlowsDownWrongTokens(t *testing.T) {
+func TestAuthSlowsDownWrongTokens(t *testing.T) { synctest.Test(t, authSlowsDownWrongTokens) }
+
+func authSlowsDownWrongTokens(t *testing.T) {
 	f := newFixture(t)
 	send := func(remote, auth string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodGet, "/admin/factors", nil)
@@ -165,11 +172,11 @@ func TestAuthSlowsDownWrongTokens(t *testing.T) {
 	if rec := send(operator, "Bearer "+testToken); rec.Code != http.StatusOK {
 		t.Fatalf("another address: %d, want 200", rec.Code)
 	}
-	f.clock.Advance(DefaultAuthRefill - time.Millisecond)
+	time.Sleep(DefaultAuthRefill - time.Millisecond)
 	if rec := send(attacker, "Bearer "+testToken); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" {
 		t.Fatalf("1 ms before the next try: %d Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
 	}
-	f.clock.Advance(time.Millisecond)
+	time.Sleep(time.Millisecond)
 	if rec := send(attacker, "Bearer "+testToken); rec.Code != http.StatusOK {
 		t.Fatalf("right token once a try is earned: %d, want 200", rec.Code)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pacegate/pacegate/consume/upstream"
 	"github.com/pacegate/pacegate/gateway/admin/uitest"
 	"github.com/pacegate/pacegate/policy"
 )
@@ -34,7 +35,11 @@ func TestMatrixPageInChromium(t *testing.T) {
 	f := newFixture(t)
 	f.pacer = policy.NewPacer(f.table) // the wall clock: the page runs in real time
 	f.h = New(Config{Token: testToken, Table: f.table, Pacer: f.pacer, Buckets: f.queue,
-		Models: func() []string { return []string{llama, "small"} }, Logger: discard()})
+		Models: func() []string { return []string{llama, "small"} }, Logger: discard(),
+		Upstreams: func() []upstream.UpstreamStat {
+			return []upstream.UpstreamStat{{URL: "http://u1", Healthy: true, Limit: 8, Routed: map[string]uint64{"prefix": 9},
+				PromptTokens: 3000, CachedTokens: 2000, IndexBlocks: 12, IndexCapacity: 4096}}
+		}})
 	bctx := uitest.Browser(t, ctx)
 	srv := httptest.NewServer(f.h)
 	defer srv.Close()
@@ -58,6 +63,9 @@ func TestMatrixPageInChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(cellSel+`[data-backlog="5"][data-effective-rate="0.2"]`)),
 	); err != nil {
 		t.Fatalf("the page did not show the filled bucket: %v", err)
+	}
+	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(`tr.upstream[data-url="http://u1"][data-hit-ratio="0.667"]`))); err != nil {
+		t.Fatalf("the page did not show the upstream's prefix-cache hits: %v", err)
 	}
 	href, err := chromedp.Run(bctx, chromedp.Location())
 	if err != nil {

@@ -3,6 +3,8 @@ package admin
 import (
 	"net/http"
 	"time"
+
+	"github.com/pacegate/pacegate/consume/upstream"
 )
 
 type upstreamsJSON struct {
@@ -22,12 +24,41 @@ type upstreamJSON struct {
 	Room           string `json:"room"`
 	MaxConcurrency int    `json:"max_concurrency"`
 	// Running, Waiting and KVCache are its last good metrics reading.
-	Running   float64    `json:"vllm_running"`
-	Waiting   float64    `json:"vllm_waiting"`
-	KVCache   float64    `json:"vllm_kv_cache_usage"`
-	Errors    uint64     `json:"errors"`
-	DownUntil *time.Time `json:"down_until,omitempty"`
-	Models    []string   `json:"models"`
+	Running   float64     `json:"vllm_running"`
+	Waiting   float64     `json:"vllm_waiting"`
+	KVCache   float64     `json:"vllm_kv_cache_usage"`
+	Errors    uint64      `json:"errors"`
+	DownUntil *time.Time  `json:"down_until,omitempty"`
+	Models    []string    `json:"models"`
+	Routing   routingJSON `json:"routing"`
+}
+
+// routingJSON is what prefix routing knows of an upstream.
+type routingJSON struct {
+	// Routed counts the requests routed to it by decision: prefix, miss
+	// (least loaded), load (a fuller holder was skipped).
+	Routed map[string]uint64 `json:"routed"`
+	// PromptTokens and CachedTokens add up the usage it reported; the
+	// ratio is its prefix-cache hit ratio since the start.
+	PromptTokens int64   `json:"prompt_tokens"`
+	CachedTokens int64   `json:"cached_tokens"`
+	HitRatio     float64 `json:"prefix_cache_hit_ratio"`
+	// IndexBlocks of at most IndexCapacity prompt blocks are remembered
+	// for it.
+	IndexBlocks   int `json:"index_blocks"`
+	IndexCapacity int `json:"index_capacity"`
+}
+
+func routingOf(u upstream.UpstreamStat) routingJSON {
+	r := routingJSON{Routed: map[string]uint64{}, PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens,
+		IndexBlocks: u.IndexBlocks, IndexCapacity: u.IndexCapacity}
+	for _, d := range []string{upstream.DecisionPrefix, upstream.DecisionMiss, upstream.DecisionLoad} {
+		r.Routed[d] = u.Routed[d]
+	}
+	if u.PromptTokens > 0 {
+		r.HitRatio = round3(float64(u.CachedTokens) / float64(u.PromptTokens))
+	}
+	return r
 }
 
 // getUpstreams serves GET /admin/upstreams: each upstream's limit, where
@@ -38,7 +69,7 @@ func (a *api) getUpstreams(w http.ResponseWriter, _ *http.Request) {
 		for _, u := range a.cfg.Upstreams() {
 			uj := upstreamJSON{URL: u.URL, Healthy: u.Healthy, InFlight: u.InFlight, Limit: u.Limit, Room: u.Room,
 				MaxConcurrency: u.MaxConcurrency, Running: u.Running, Waiting: u.Waiting, KVCache: round3(u.KVCache),
-				Errors: u.Errors, Models: u.Models}
+				Errors: u.Errors, Models: u.Models, Routing: routingOf(u)}
 			if !u.DownUntil.IsZero() {
 				uj.DownUntil = &u.DownUntil
 			}

@@ -96,7 +96,7 @@ func New(cfg *config.File, opts Options) (*App, error) {
 		RequestTimeout: cfg.Server.RequestTimeout, Heartbeat: cfg.Server.Heartbeat,
 		WriteStallTimeout: durationOr0(cfg.Server.WriteStallTimeout),
 		AffinitySize:      cfg.Server.StoredResponses, AffinityTTL: cfg.Server.StoredResponseTTL,
-		Observer: opts.GatewayObserver, Logger: logger,
+		PrefixBytes: prefixBytes(cfg.Routing), Observer: opts.GatewayObserver, Logger: logger,
 	})
 	a.server = &http.Server{
 		Handler:           bodyDeadline(a.Gateway, cfg.Server.ReadBodyTimeout),
@@ -113,9 +113,19 @@ func newPool(cfg *config.File, logger *slog.Logger, obs upstream.Observer) (*ups
 	for _, u := range cfg.Upstreams {
 		ups = append(ups, upstream.UpstreamConfig{URL: u.URL, MaxConcurrency: u.MaxConcurrency,
 			FixedConcurrency: u.FixedConcurrency, Headroom: cfg.Fairness.Headroom, Models: u.Models,
-			IdleTimeout: durationOr0(u.IdleTimeout)})
+			IdleTimeout: durationOr0(u.IdleTimeout), CacheTokens: u.CacheTokens})
 	}
-	return upstream.NewPool(upstream.Config{Upstreams: ups, Logger: logger, Observer: obs})
+	return upstream.NewPool(upstream.Config{Upstreams: ups, Logger: logger, Observer: obs,
+		Routing: upstream.Routing{Policy: cfg.Routing.Policy, LoadBound: cfg.Routing.LoadBound}})
+}
+
+// prefixBytes is how much of a prompt the gateway hashes: nothing unless
+// the pool routes by prefix.
+func prefixBytes(r config.Routing) int {
+	if r.Policy != config.RoutingPrefix {
+		return 0
+	}
+	return r.MaxPrefixBytes
 }
 
 // durationOr0 reads an optional duration (nil: 0, which the packages

@@ -37,8 +37,8 @@ tenants:
 
 // TestReadyzAgreesWithModels: pacegate started before vLLM has loaded its
 // model is not ready, lists no model and answers 404 for it. The first
-// 200 from /readyz comes with the model listed and served (issue 11: it
-// used to come up to a probe interval earlier).
+// 200 from /readyz comes with the model listed and served, never a probe
+// interval before the model is.
 func TestReadyzAgreesWithModels(t *testing.T) {
 	sim := vllmsim.New(fastSim())
 	up := &loadingUpstream{sim: sim}

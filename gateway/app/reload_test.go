@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pacegate/pacegate/policy"
 )
@@ -33,6 +34,7 @@ func TestReloadKeepsQueuedRequests(t *testing.T) {
 	eventually(t, hangGuard, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
 	results := ta.fire(4, "sk-acme") // at 0.1/s: one leaves at once, 3 wait 10 s each
 	eventually(t, hangGuard, "3 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 3 })
+	changed := time.Now()
 	if err := ta.a.Reload(parse(t, configText("http://unused", reloadAfter))); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func TestReloadKeepsQueuedRequests(t *testing.T) {
 	if len(at) != 4 {
 		t.Fatalf("%d requests reached the model, want 4", len(at))
 	}
-	checkSpedUp(t, at, 1, slowInterval, fastInterval) // the reloaded 50/s
+	checkSpedUp(t, at, 1, changed, slowInterval, fastInterval) // the reloaded 50/s
 	if code, body := ta.chat(context.Background(), "sk-new"); code != 200 {
 		t.Fatalf("the new tenant's key: %d %s", code, body)
 	}

@@ -27,8 +27,6 @@ type Options struct {
 	// Client scrapes the upstreams. If nil, a client whose timeout is the
 	// smaller of the interval and 5s is used.
 	Client *http.Client
-	// Now reads the clock. If nil, time.Now is used.
-	Now func() time.Time
 	// Logger: if nil, slog.Default().
 	Logger *slog.Logger
 }
@@ -74,9 +72,6 @@ func NewLoop(o Options) *Loop {
 	o.Config = o.Config.withDefaults()
 	if o.Upstreams == nil {
 		o.Upstreams = func() []string { return nil }
-	}
-	if o.Now == nil {
-		o.Now = time.Now
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -140,7 +135,7 @@ func (l *Loop) Stop() {
 // seen. The ticker calls it; tests call it directly to step the loop.
 func (l *Loop) Tick(ctx context.Context) {
 	samples := l.scrape.all(ctx, l.o.Upstreams())
-	now := l.o.Now()
+	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, model := range l.models(samples) {

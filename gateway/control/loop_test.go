@@ -41,10 +41,9 @@ func newPool(t *testing.T) *pool {
 		p.sims, p.urls = append(p.sims, s), append(p.urls, ts.URL)
 	}
 	p.pacer = newPacer(t)
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p.loop = NewLoop(Options{Config: Config{Interval: time.Hour, WaitingTarget: 8, MinFactor: 0.1, MaxFactor: 1,
 		Decrease: 0.5, Increase: 0.25, Hysteresis: 2}, Pacer: p.pacer, Upstreams: func() []string { return p.urls },
-		Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(p.logs, nil))})
+		Logger: slog.New(slog.NewTextHandler(p.logs, nil))})
 	return p
 }
 
@@ -191,9 +190,11 @@ func newBubbleLoop(t *testing.T, interval time.Duration) *bubbleLoop {
 	b.loop = NewLoop(Options{Config: Config{Interval: interval, WaitingTarget: 8, MinFactor: 0.1, MaxFactor: 1,
 		Decrease: 0.5, Increase: 0.25, Hysteresis: 2}, Pacer: b.pacer,
 		Upstreams: func() []string { return []string{"http://sim"} },
-		Client:    &http.Client{Transport: inProcess{sim}},
-		Now:       func() time.Time { b.ticks.Add(1); return time.Now() },
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Client: &http.Client{Transport: inProcess{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b.ticks.Add(1) // one scrape of the one upstream per tick
+			sim.ServeHTTP(w, r)
+		})}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return b
 }
 

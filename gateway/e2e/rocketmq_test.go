@@ -155,9 +155,8 @@ queue:
 	}
 }
 
-// A burst of new tenants on the broker (issue 12's measurement: 100 new
-// tenants with 5 concurrent clients each, all at once, through one
-// gateway) gets no 503: every request is answered 200. Before the
+// A burst of new tenants on the broker (100 new tenants with 5 concurrent
+// clients each, all at once, through one gateway) gets no 503: every request is answered 200. Before the
 // backend subscribed LiteTopics concurrently and stopped waiting on a
 // slow SubscribeLite, 3.3% of such requests got 503 (publish timeout).
 func TestRocketMQColdStartBurst(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package faults proves the gateway under faults, floods and hostile
-// clients (issue 14). It has no code of its own: its tests start a real
+// clients. It has no code of its own: its tests start a real
 // gateway over real loopback sockets in front of simulated vLLMs
 // (consume/upstream/vllmsim) and run one scenario at a time, each under a
 // bounded load:

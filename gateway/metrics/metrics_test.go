@@ -110,7 +110,8 @@ func TestStateMetrics(t *testing.T) {
 		m := New(Config{TopK: 2, Buckets: buckets, Factors: pacer, Models: func() []string { return []string{"m1", "m2"} },
 			Upstreams: fakeUpstreams{{URL: "http://u1", InFlight: 3, MaxConcurrency: 64, Limit: 10, Room: "metrics", Healthy: true},
 				{URL: "http://u2", MaxConcurrency: 4, Limit: 4, Room: "fallback"}}})
-		got := scrape(t, m, "pacegate_bucket_", "pacegate_model_", "pacegate_upstream_", "pacegate_global", "pacegate_column")
+		got := scrape(t, m, "pacegate_bucket_", "pacegate_model_", "pacegate_upstream_healthy", "pacegate_upstream_in_flight",
+			"pacegate_upstream_limit", "pacegate_upstream_max_", "pacegate_upstream_room", "pacegate_global", "pacegate_column")
 		want := `pacegate_bucket_backlog{model="m1",tenant="a"} 3
 pacegate_bucket_backlog{model="m1",tenant="b"} 2
 pacegate_bucket_oldest_wait_seconds{model="m1",tenant="a"} 10
@@ -209,6 +210,32 @@ pacegate_capacity_waiting_buckets{band="low",model="m1"} 1
 pacegate_capacity_waiting_buckets{band="normal",model="m1"} 0
 pacegate_model_competing_buckets{model="m1"} 3
 pacegate_model_fairness_jain{model="m1"} 0.666666667`
+	if got != want {
+		t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestRoutingMetrics(t *testing.T) {
+	m := New(Config{Upstreams: fakeUpstreams{
+		{URL: "http://u1", Routed: map[string]uint64{"prefix": 7, "miss": 2}, PromptTokens: 1000, CachedTokens: 750, IndexBlocks: 40, IndexCapacity: 4096},
+		{URL: "http://u2", Routed: map[string]uint64{"load": 1}}}})
+	got := scrape(t, m, "pacegate_upstream_routed", "pacegate_upstream_prompt", "pacegate_upstream_cached", "pacegate_upstream_prefix")
+	want := `pacegate_upstream_cached_tokens_total{upstream="http://u1"} 750
+pacegate_upstream_cached_tokens_total{upstream="http://u2"} 0
+pacegate_upstream_prefix_cache_hit_ratio{upstream="http://u1"} 0.75
+pacegate_upstream_prefix_cache_hit_ratio{upstream="http://u2"} 0
+pacegate_upstream_prefix_index_blocks{upstream="http://u1"} 40
+pacegate_upstream_prefix_index_blocks{upstream="http://u2"} 0
+pacegate_upstream_prefix_index_capacity_blocks{upstream="http://u1"} 4096
+pacegate_upstream_prefix_index_capacity_blocks{upstream="http://u2"} 0
+pacegate_upstream_prompt_tokens_total{upstream="http://u1"} 1000
+pacegate_upstream_prompt_tokens_total{upstream="http://u2"} 0
+pacegate_upstream_routed_total{decision="load",upstream="http://u1"} 0
+pacegate_upstream_routed_total{decision="load",upstream="http://u2"} 1
+pacegate_upstream_routed_total{decision="miss",upstream="http://u1"} 2
+pacegate_upstream_routed_total{decision="miss",upstream="http://u2"} 0
+pacegate_upstream_routed_total{decision="prefix",upstream="http://u1"} 7
+pacegate_upstream_routed_total{decision="prefix",upstream="http://u2"} 0`
 	if got != want {
 		t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
 	}

@@ -69,7 +69,6 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 type stateCollector struct {
 	cfg    Config
 	models *labelSet
-	now    func() time.Time // time.Now; a field for tests
 
 	mu     sync.Mutex // guards the aggregate cache; held during a recompute so concurrent scrapes share it
 	aggs   map[string]modelAgg
@@ -84,19 +83,20 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descWaiting, descGrants} {
 		ch <- d
 	}
+	for _, d := range routingDescs {
+		ch <- d
+	}
 }
 
 // Collect implements [prometheus.Collector].
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now()
-	if c.now != nil {
-		now = c.now()
-	}
 	if c.cfg.Buckets != nil {
 		c.collectBuckets(ch, now)
 	}
 	if c.cfg.Upstreams != nil {
 		c.collectUpstreams(ch)
+		c.collectRouting(ch)
 	}
 	if c.cfg.Factors != nil {
 		c.collectFactors(ch)

@@ -36,6 +36,7 @@ type File struct {
 	Orgs      []Org        `yaml:"orgs"`      // org-wide caps binding several tenants
 	Tenants   []TenantSpec `yaml:"tenants"`   // who may call, and at what pace
 	Fairness  FairnessSpec `yaml:"fairness"`  // how capacity is shared between waiting tenants
+	Routing   Routing      `yaml:"routing"`   // which upstream a released request goes to
 
 	// modelOrder[i] lists tenants[i].models keys in file order, so that
 	// validation errors come out in the order a reader sees them (a Go
@@ -117,7 +118,33 @@ type Upstream struct {
 	// frees its slot. Default 30s; 0 = no
 	// limit (a pointer, because an explicit 0 differs from unset).
 	IdleTimeout *time.Duration `yaml:"idle_timeout"`
+	// CacheTokens is the size of its KV (prefix) cache in tokens, which
+	// bounds what prefix routing remembers of it; 0 (the default) =
+	// learned from the cached token counts it reports.
+	CacheTokens int64 `yaml:"cache_tokens"`
 }
+
+// Routing chooses the upstream a released request goes to. A zero field
+// takes its default.
+type Routing struct {
+	// Policy is "prefix" (the default: the upstream whose KV cache most
+	// probably holds the prompt's prefix, within the load bound) or
+	// "least_outstanding".
+	Policy string `yaml:"policy"`
+	// LoadBound: an upstream whose requests in flight would exceed
+	// LoadBound × the mean over the model's upstreams, plus one, is
+	// skipped for the next best. Default 1.25; must be >= 1.
+	LoadBound float64 `yaml:"load_bound"`
+	// MaxPrefixBytes is how much of a rendered prompt is hashed for
+	// routing (bounded work and memory for huge prompts). Default 65536.
+	MaxPrefixBytes int `yaml:"max_prefix_bytes"`
+}
+
+// Routing policies.
+const (
+	RoutingPrefix           = "prefix"
+	RoutingLeastOutstanding = "least_outstanding"
+)
 
 // Queue selects the queue backend. A zero field takes its default.
 type Queue struct {
@@ -172,7 +199,9 @@ type Control struct {
 
 // LimitsSpec is a partial set of limits: a nil field is "not set here"
 // and inherits (model > tenant > defaults > built-in), which is why the
-// fields are pointers: an explicit 0 differs from unset.
+// fields are pointers: an explicit 0 differs from unset. It is the file's
+// spelling of a [policy.Override], field for field (the conversion in
+// override keeps the two in step): policy checks and applies it.
 type LimitsSpec struct {
 	RPM     *int64         `yaml:"rpm"`      // requests per minute; 0 = no cap
 	TPM     *int64         `yaml:"tpm"`      // tokens per minute; 0 = no cap

@@ -31,6 +31,9 @@ func (f *File) SetDefaults() {
 		setString(&f.Tenants[i].Priority, PriorityNormal)
 		setNum(&f.Tenants[i].Weight, 1)
 	}
+	setString(&f.Routing.Policy, RoutingPrefix)
+	setNum(&f.Routing.LoadBound, 1.25)
+	setNum(&f.Routing.MaxPrefixBytes, 64<<10)
 	setString(&f.Fairness.Mode, FairnessFair)
 	setNum(&f.Fairness.CompletionWeight, DefaultCompletionWeight)
 }

@@ -15,7 +15,7 @@ func (f *File) Quotas() (*policy.Quotas, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	defaults := resolve(policy.Limits{}, f.Defaults)
+	defaults := f.Defaults.override().Apply(policy.Limits{})
 	orgs := make(map[string]policy.Limits, len(f.Orgs))
 	for _, o := range f.Orgs {
 		orgs[o.ID] = policy.Limits{RPM: o.RPM, TPM: o.TPM}
@@ -35,9 +35,9 @@ func (f *File) Quotas() (*policy.Quotas, error) {
 // defaults.
 func (t *TenantSpec) policySpec(defaults policy.Limits) (policy.TenantSpec, error) {
 	s := policy.TenantSpec{ID: t.ID, Org: t.Org, Priority: priorities[t.Priority], Weight: t.Weight,
-		Limits: resolve(defaults, t.Limits), Models: make(map[string]policy.Limits, len(t.Models))}
+		Limits: t.Limits.override().Apply(defaults), Models: make(map[string]policy.Limits, len(t.Models))}
 	for m, ms := range t.Models {
-		s.Models[m] = resolve(s.Limits, ms)
+		s.Models[m] = ms.override().Apply(s.Limits)
 	}
 	for _, k := range t.Keys {
 		d, err := KeyDigest(k)
@@ -49,26 +49,7 @@ func (t *TenantSpec) policySpec(defaults policy.Limits) (policy.TenantSpec, erro
 	return s, nil
 }
 
-// resolve overlays the fields set in spec on base.
-func resolve(base policy.Limits, spec LimitsSpec) policy.Limits {
-	l := base
-	if spec.RPM != nil {
-		l.RPM = *spec.RPM
-	}
-	if spec.TPM != nil {
-		l.TPM = *spec.TPM
-	}
-	if spec.Burst != nil {
-		l.Burst = *spec.Burst
-	}
-	if spec.Rate != nil {
-		l.Rate = *spec.Rate
-	}
-	if spec.Backlog != nil {
-		l.Backlog = *spec.Backlog
-	}
-	if spec.MaxWait != nil {
-		l.MaxWait = *spec.MaxWait
-	}
-	return l
-}
+// override is l as policy's layer of limits: the one type that checks
+// and applies them. The conversion compiles only while the two structs
+// have the same fields.
+func (l LimitsSpec) override() policy.Override { return policy.Override(l) }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pacegate/pacegate/policy"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestFileQuotas(t *testing.T) {
@@ -72,4 +73,76 @@ func TestBandsMaxWait(t *testing.T) {
 			t.Errorf("MaxWait(%v) = %v, want %v", c.p, got, c.want)
 		}
 	}
+}
+
+// A limit set in the file and the same limit set at runtime through an
+// override resolve alike: tenant limits vs a tenant override, a model
+// section vs a bucket override, field by field and all at once.
+func TestFileAndOverrideResolveAlike(t *testing.T) {
+	const base = "upstreams: [{url: \"http://127.0.0.1:1\"}]\n" +
+		"defaults: {rpm: 60, tpm: 1000, burst: 5, rate: 2, backlog: 10, max_wait: 5s}\n"
+	k := policy.Key{Tenant: "acme", Model: "m"}
+	for _, c := range []struct{ yaml, field string }{
+		{"rpm: 7", "rpm"}, {"tpm: 70", "tpm"}, {"burst: 0", "burst"}, {"rate: .inf", "rate"},
+		{"backlog: 3", "backlog"}, {"max_wait: 9s", "max_wait"},
+		{"rpm: 7, tpm: 70, burst: 0, rate: 0.5, backlog: 3, max_wait: 9s", "all"},
+	} {
+		var spec LimitsSpec
+		if err := yaml.Unmarshal([]byte("{"+c.yaml+"}"), &spec); err != nil {
+			t.Fatal(err)
+		}
+		inFile := func(section string) policy.Limits {
+			t.Helper()
+			return table(t, base+"tenants: [{id: acme, keys: [k], "+section+"}]\n").Limits(k)
+		}
+		plain := table(t, base+"tenants: [{id: acme, keys: [k]}]\n")
+		if err := plain.SetTenantOverride("acme", spec.override()); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := plain.Limits(k), inFile("limits: {"+c.yaml+"}"); got != want || got == plain.Quotas().Limits(k) {
+			t.Errorf("%s: tenant override %+v, tenant limits in the file %+v", c.field, got, want)
+		}
+		plain = table(t, base+"tenants: [{id: acme, keys: [k]}]\n")
+		if err := plain.SetBucketOverride(k, spec.override()); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := plain.Limits(k), inFile("models: {m: {"+c.yaml+"}}"); got != want {
+			t.Errorf("%s: bucket override %+v, model section in the file %+v", c.field, got, want)
+		}
+	}
+}
+
+// A value the file refuses is refused as an override too, with the same
+// rule: policy checks both.
+func TestFileAndOverrideValidateAlike(t *testing.T) {
+	for _, c := range []struct{ yaml, problem string }{
+		{"rpm: -1", "rpm: must be >= 0"}, {"rate: 0", "rate: must be > 0"},
+		{"backlog: -2", "backlog: must be >= 0"}, {"max_wait: 0s", "max_wait: must be > 0"},
+	} {
+		_, err := Parse([]byte("upstreams: [{url: \"http://127.0.0.1:1\"}]\ntenants: [{id: acme, keys: [k], limits: {" + c.yaml + "}}]\n"))
+		if err == nil || err.Error() != "tenants[0].limits."+c.problem {
+			t.Errorf("%s in the file: %v, want tenants[0].limits.%s", c.yaml, err, c.problem)
+		}
+		var spec LimitsSpec
+		if err := yaml.Unmarshal([]byte("{"+c.yaml+"}"), &spec); err != nil {
+			t.Fatal(err)
+		}
+		tab := table(t, "upstreams: [{url: \"http://127.0.0.1:1\"}]\ntenants: [{id: acme, keys: [k]}]\n")
+		if err := tab.SetTenantOverride("acme", spec.override()); err == nil || err.Error() != c.problem {
+			t.Errorf("%s as an override: %v, want %s", c.yaml, err, c.problem)
+		}
+	}
+}
+
+func table(t *testing.T, file string) *policy.Table {
+	t.Helper()
+	f, err := Parse([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := f.Quotas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return policy.NewTable(q)
 }

@@ -53,6 +53,7 @@ func (f *File) Validate() error {
 	orgs := validateOrgs(&p, f.Orgs)
 	f.validateTenants(&p, orgs)
 	f.Fairness.validate(&p)
+	f.Routing.validate(&p)
 	f.validateMaxWait(&p)
 	return errors.Join(p...)
 }
@@ -95,6 +96,7 @@ func (f *File) validateUpstreams(p *problems) {
 		}
 		nonNegativeNum(p, path+".max_concurrency", u.MaxConcurrency)
 		nonNegative(p, path+".idle_timeout", u.IdleTimeout)
+		nonNegativeNum(p, path+".cache_tokens", u.CacheTokens)
 		checkNames(p, path+".models", u.Models)
 	}
 }
@@ -150,18 +152,10 @@ func (c *Control) validate(p *problems) {
 	positive(p, "control.increase", c.Increase)
 }
 
-// validate checks the fields that are set; path is the LimitsSpec's own.
+// validate checks the fields that are set, by policy's rules
+// ([policy.Override.Check]); path is the LimitsSpec's own.
 func (l *LimitsSpec) validate(p *problems, path string) {
-	nonNegative(p, path+".rpm", l.RPM)
-	nonNegative(p, path+".tpm", l.TPM)
-	nonNegative(p, path+".burst", l.Burst)
-	if l.Rate != nil && !(*l.Rate > 0) { // !(>0) also catches NaN
-		p.add(path+".rate", "must be > 0")
-	}
-	nonNegative(p, path+".backlog", l.Backlog)
-	if l.MaxWait != nil && *l.MaxWait <= 0 {
-		p.add(path+".max_wait", "must be > 0")
-	}
+	l.override().Check(func(field, problem string) { p.add(path+"."+field, "%s", problem) })
 }
 
 // validateOrgs returns the set of org ids.
@@ -175,12 +169,8 @@ func validateOrgs(p *problems, orgs []Org) map[string]bool {
 			}
 			ids[o.ID] = true
 		}
-		if o.RPM < 0 {
-			p.add(path+".rpm", "must be >= 0")
-		}
-		if o.TPM < 0 {
-			p.add(path+".tpm", "must be >= 0")
-		}
+		caps := LimitsSpec{RPM: &o.RPM, TPM: &o.TPM}
+		caps.validate(p, path)
 	}
 	return ids
 }
@@ -244,6 +234,17 @@ func (s *FairnessSpec) validate(p *problems) {
 			p.add("fairness.bands."+b.name+".max_wait", "must be >= 0")
 		}
 	}
+}
+
+// validate checks the routing section.
+func (r *Routing) validate(p *problems) {
+	if r.Policy != RoutingPrefix && r.Policy != RoutingLeastOutstanding {
+		p.add("routing.policy", "must be prefix or least_outstanding")
+	}
+	if !(r.LoadBound >= 1) || math.IsInf(r.LoadBound, 0) {
+		p.add("routing.load_bound", "must be a finite number >= 1")
+	}
+	positive(p, "routing.max_prefix_bytes", r.MaxPrefixBytes)
 }
 
 // namedBand is a BandSpec with its yaml key.

@@ -103,6 +103,10 @@ type Stats struct {
 	Failed    int64 // requests failed on purpose (InjectFailure, X-Sim-Fail-Status, a Fault)
 	Running   int64 // requests running now
 	Waiting   int64 // requests waiting for a running slot now
+
+	// With the prefix cache on: prompt tokens looked up in it, and found
+	// (vllm:prefix_cache_queries_total and _hits_total).
+	PrefixCacheQueries, PrefixCacheHits int64
 }
 
 // Abort reports one request abandoned by its client.

@@ -84,10 +84,12 @@
 // vllm:prefix_cache_queries_total (prompt tokens looked up) and
 // vllm:prefix_cache_hits_total (cached tokens), reports
 // vllm:cache_config_info{block_size="16",enable_prefix_caching="True",
-// num_gpu_blocks="<N/16>"} 1, and vllm:kv_cache_usage_perc becomes
-// (cached blocks + the blocks of running requests' prompt and output so
-// far that are not in the cache) / (N/16), at most 1 (without the cache
-// it is running/MaxNumSeqs); the running batch never evicts the cache. Usage reports the cached tokens
+// num_gpu_blocks="<N/16>"} 1, and vllm:kv_cache_usage_perc becomes the
+// blocks running requests hold (the cached ones they use, and their
+// prompt and output so far outside the cache) / (N/16), at most 1; a
+// cached block nobody holds is free, as vLLM counts it (without the
+// cache it is running/MaxNumSeqs). The running batch never evicts the
+// cache. Usage reports the cached tokens
 // as each API does: prompt_tokens_details.cached_tokens (chat,
 // completions), input_tokens_details.cached_tokens (Responses; 0 with
 // the cache off), and for Messages cache_read_input_tokens with

@@ -2,6 +2,7 @@ package vllmsim
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -25,18 +26,6 @@ func ms(v ...int) []time.Duration {
 	return d
 }
 
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // With F = 3 and MaxNumSeqs = 2, a request alone runs at factor 1 and a
 // full batch at factor 3; each gap reads the batch of its own time. A
 // starts alone (TTFT 100 ms), B joins at once (TTFT 300 ms); A's gaps
@@ -51,10 +40,10 @@ func TestTimeFactorUnderLoad(t *testing.T) {
 		synctest.Wait()
 		b := serve(t.Context(), s, "POST", "/v1/completions", body, nil)
 		// Each: headers flush, tok0, tok1, tok2, finish, [DONE].
-		if got, want := writeTimes(<-a, t0), ms(100, 130, 160, 160, 160); !equalDurations(got, want) {
+		if got, want := writeTimes(<-a, t0), ms(100, 130, 160, 160, 160); !slices.Equal(got, want) {
 			t.Errorf("A's writes at %v, want %v", got, want)
 		}
-		if got, want := writeTimes(b, t0), ms(300, 310, 320, 320, 320); !equalDurations(got, want) {
+		if got, want := writeTimes(b, t0), ms(300, 310, 320, 320, 320); !slices.Equal(got, want) {
 			t.Errorf("B's writes at %v, want %v", got, want)
 		}
 	})
@@ -78,7 +67,7 @@ func TestTimeFactorNonStreamed(t *testing.T) {
 		// reads running 2 for its TTFT (200 ms), then running 1 for its
 		// gaps (10 ms each, from 200 ms on).
 		got := []time.Duration{<-done, <-done}
-		if want := ms(140, 220); !equalDurations(got, want) {
+		if want := ms(140, 220); !slices.Equal(got, want) {
 			t.Errorf("done at %v, want %v", got, want)
 		}
 	})
@@ -117,7 +106,7 @@ func TestPrefillPerToken(t *testing.T) {
 		} {
 			t0 := time.Now()
 			rec := serve(t.Context(), s, "POST", "/v1/chat/completions", c.body, nil)
-			if got := writeTimes(rec, t0); !equalDurations(got, c.want) {
+			if got := writeTimes(rec, t0); !slices.Equal(got, c.want) {
 				t.Errorf("turn %d: writes at %v, want %v", i+1, got, c.want)
 			}
 		}

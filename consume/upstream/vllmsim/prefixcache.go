@@ -32,6 +32,7 @@ type prefixCache struct {
 	head    int32            // least recently released unpinned block, or -1
 	tail    int32            // most recently released unpinned block, or -1
 	private int              // blocks running requests hold outside the cache
+	pinned  int              // cached blocks some running request holds
 }
 
 // cacheNode is one cached block.
@@ -81,6 +82,7 @@ func (c *prefixCache) insert(hashes []uint64, held int) int {
 		}
 		c.nodes[i] = cacheNode{hash: h, refs: 1, prev: -1, next: -1}
 		c.index[h] = i
+		c.pinned++
 	}
 	return len(hashes)
 }
@@ -94,6 +96,7 @@ func (c *prefixCache) release(hashes []uint64) {
 		i := c.index[hashes[n]] // pinned blocks are never evicted
 		if c.nodes[i].refs--; c.nodes[i].refs == 0 {
 			c.pushBack(i)
+			c.pinned--
 		}
 	}
 }
@@ -105,11 +108,13 @@ func (c *prefixCache) addPrivate(n int) {
 	c.mu.Unlock()
 }
 
-// usage is the blocks in use (cached, pinned or not, plus those held
-// outside the cache) over the capacity, at most 1.
+// usage is the blocks running requests hold (cached ones they pinned,
+// plus those outside the cache) over the capacity, at most 1. A cached
+// block no request holds is free to vLLM (evictable at once), so a full
+// prefix cache on an idle server reads 0, as vLLM's gauge does.
 func (c *prefixCache) usage() float64 {
 	c.mu.Lock()
-	used := len(c.index) + c.private
+	used := c.pinned + c.private
 	c.mu.Unlock()
 	if c.capacity == 0 {
 		return 0
@@ -129,6 +134,7 @@ func (c *prefixCache) cached() int {
 func (c *prefixCache) pin(i int32) {
 	if c.nodes[i].refs == 0 {
 		c.unlink(i)
+		c.pinned++
 	}
 	c.nodes[i].refs++
 }

@@ -74,6 +74,9 @@ func TestPrefixCacheConversation(t *testing.T) {
 			`vllm:prefix_cache_hits_total{model_name="sim-model"} 48`,
 			`vllm:cache_config_info{block_size="16",enable_prefix_caching="True",num_gpu_blocks="64"} 1`,
 		)
+		if st := s.Stats(); st.PrefixCacheQueries != 172 || st.PrefixCacheHits != 48 {
+			t.Errorf("stats %+v, want 172 tokens queried, 48 hit", st)
+		}
 		if n := s.cache.cached(); n != 3+3 { // turn 1's (turn 2's are the same), the other's
 			t.Errorf("%d blocks cached, want 6", n)
 		}
@@ -196,8 +199,9 @@ func kvUsage(t *testing.T, s *Server) string {
 	return v
 }
 
-// With the cache on, kv_cache_usage_perc is (cached blocks + blocks
-// running requests hold outside the cache) / capacity, capped at 1: a
+// With the cache on, kv_cache_usage_perc is the blocks running requests
+// hold (cached ones they pinned + those outside the cache) / capacity,
+// capped at 1, and a cached block nobody holds is free: a
 // 33-token prompt holds 3 blocks while it prefills, 2 of them cached
 // once its first token is out, a 4th from its 16th token (49 tokens);
 // two requests sharing the cached 2 blocks count them once.
@@ -222,8 +226,8 @@ func TestKVCacheUsageFollowsCacheAndBatch(t *testing.T) {
 			}
 		}
 		<-done // at 290 ms
-		if got := kvUsage(t, s); got != "0.2" {
-			t.Errorf("idle: kv usage %s, want 0.2 (the cached 2 blocks)", got)
+		if got := kvUsage(t, s); got != "0" {
+			t.Errorf("idle: kv usage %s, want 0 (the 2 cached blocks are held by nobody: free to vLLM)", got)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		for range 2 {
@@ -240,8 +244,8 @@ func TestKVCacheUsageFollowsCacheAndBatch(t *testing.T) {
 		}
 		cancel()
 		synctest.Wait()
-		if got := kvUsage(t, s); got != "0.2" {
-			t.Errorf("after aborts: kv usage %s, want 0.2", got)
+		if got := kvUsage(t, s); got != "0" {
+			t.Errorf("after aborts: kv usage %s, want 0", got)
 		}
 	})
 }

@@ -102,6 +102,9 @@ func (s *Server) Stats() Stats {
 		Failed:    s.failed.Load(),
 		Running:   int64(running),
 		Waiting:   int64(waiting),
+
+		PrefixCacheQueries: s.prefixQueries.Load(),
+		PrefixCacheHits:    s.prefixHits.Load(),
 	}
 }
 

@@ -1,0 +1,118 @@
+package upstream
+
+import (
+	"sync"
+	"time"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/upstream/prefix"
+)
+
+// Routing policies.
+const (
+	// RoutePrefix sends a request with a prompt prefix to the upstream
+	// whose KV cache most probably holds the longest part of it, within
+	// the load bound; ties and misses go to the least loaded.
+	RoutePrefix = "prefix"
+	// RouteLeastOutstanding sends every request to the available
+	// upstream with the fewest requests in flight.
+	RouteLeastOutstanding = "least_outstanding"
+)
+
+// DefaultLoadBound is Routing.LoadBound when unset: KubeAI's and
+// SGLang's bound for consistent hashing with bounded loads.
+const DefaultLoadBound = 1.25
+
+// Routing decisions, counted per upstream (UpstreamStat.Routed).
+const (
+	// DecisionPrefix: the upstream holds part of the prompt's prefix and
+	// no upstream holding more of it could take the request.
+	DecisionPrefix = "prefix"
+	// DecisionMiss: no upstream holds any of it; the least loaded took it.
+	DecisionMiss = "miss"
+	// DecisionLoad: an upstream holding more of it was skipped, at its
+	// concurrency limit or over the load bound.
+	DecisionLoad = "load"
+)
+
+// route moves s to the upstream that should serve req, if that is not
+// where it is: the one holding the longest prefix of req's prompt among
+// those with room and within the load bound; s.matched is how many of
+// its blocks that upstream was predicted to hold. It requires s counted
+// and not yet used by a call. The caller records the prompt there
+// (Index.Record), once the decision is made.
+func (p *Pool) route(s *slot, req *consume.Request) {
+	chain := prefix.Chain{Hashes: req.Prefix, Bytes: req.PromptBytes}
+	buf := matchBufs.Get().(*[]int)
+	matched := p.index.Match(chain, *buf)
+	p.mu.Lock()
+	from := s.u
+	to, decision := p.choose(from, req.Key.Model, matched, s.headroom)
+	if to != from {
+		from.inFlight--
+		to.inFlight++
+		s.u = to
+	}
+	to.routed[decision]++
+	freed := from.models
+	p.mu.Unlock()
+	s.matched = matched[to.id]
+	*buf = matched
+	matchBufs.Put(buf)
+	if to != from {
+		p.freed(freed) // from has a slot free now
+	}
+}
+
+// matchBufs recycles Match's per-upstream results.
+var matchBufs = sync.Pool{New: func() any { b := make([]int, 0, 64); return &b }}
+
+// choose is where a request holding a slot on from should go: among the
+// available upstreams serving model that have room (from has: its slot
+// is the request's), within the load bound, the one holding the most
+// blocks (matched, by upstream id), then the least loaded, then from.
+// Requires Pool.mu held.
+func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool) (*upstream, string) {
+	now := time.Now()
+	var buf [64]*upstream // the candidates; on the stack for pools of up to 64
+	cands := buf[:0]
+	total, longest := 0, 0
+	for _, u := range p.ups {
+		if u.available(now) && u.serves(model) {
+			cands = append(cands, u)
+			total += u.inFlight
+			longest = max(longest, matched[u.id])
+		}
+	}
+	bound := p.cfg.Routing.LoadBound*float64(total)/float64(max(len(cands), 1)) + 1
+	best := from
+	for _, u := range cands {
+		if u != from && u.inFlight < u.limit(headroom) && float64(u.inFlight+1) <= bound && better(u, best, from, matched) {
+			best = u
+		}
+	}
+	switch {
+	case longest == 0:
+		return best, DecisionMiss
+	case matched[best.id] < longest:
+		return best, DecisionLoad
+	}
+	return best, DecisionPrefix
+}
+
+// better: u holds more of the prefix than best, or as much with fewer
+// requests in flight (from's count includes the request itself).
+func better(u, best, from *upstream, matched []int) bool {
+	if matched[u.id] != matched[best.id] {
+		return matched[u.id] > matched[best.id]
+	}
+	return u.inFlight < load(best, from)
+}
+
+// load is u's requests in flight other than the one being routed.
+func load(u, from *upstream) int {
+	if u == from {
+		return u.inFlight - 1
+	}
+	return u.inFlight
+}

@@ -1,0 +1,219 @@
+package upstream
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/upstream/prefix"
+	"github.com/pacegate/pacegate/policy"
+)
+
+// routePool is a pool of n upstreams serving "m" that are never called:
+// the routing tests only move slots between them.
+func routePool(t *testing.T, n, maxConc int, cacheTokens int64) *Pool {
+	t.Helper()
+	ups := make([]UpstreamConfig, n)
+	for i := range ups {
+		ups[i] = UpstreamConfig{URL: fmt.Sprintf("http://u%d.invalid", i), MaxConcurrency: maxConc, Models: []string{"m"}, CacheTokens: cacheTokens}
+	}
+	return newPool(t, ups...)
+}
+
+// load sets each upstream's requests in flight.
+func (p *Pool) setLoad(inFlight ...int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, n := range inFlight {
+		p.ups[i].inFlight = n
+	}
+}
+
+func (p *Pool) loads() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]int, len(p.ups))
+	for i, u := range p.ups {
+		out[i] = u.inFlight
+	}
+	return out
+}
+
+// blocks is a prompt of the given literal block hashes.
+func blocks(hs ...uint64) *consume.Request {
+	return &consume.Request{ID: "r", Key: policy.Key{Tenant: "t", Model: "m"}, Prefix: hs, PromptBytes: len(hs) * prefix.BlockBytes}
+}
+
+// routeFrom routes req holding a slot on upstream from (counted in its
+// load already) and reports where it went and the decision counted.
+func routeFrom(p *Pool, from int, req *consume.Request) (to int, decision string, matched int) {
+	s := &slot{p: p, u: p.ups[from]}
+	before := p.Stats()
+	p.route(s, req)
+	p.index.Record(s.u.id, *chainOf(req))
+	after := p.Stats()[s.u.id]
+	for _, d := range []string{DecisionPrefix, DecisionMiss, DecisionLoad} {
+		if after.Routed[d] > before[s.u.id].Routed[d] {
+			decision = d
+		}
+	}
+	return s.u.id, decision, s.matched
+}
+
+func TestRouteChoices(t *testing.T) {
+	steps := []struct {
+		name     string
+		load     []int // in flight, the routed request's slot included (on from)
+		from     int
+		req      *consume.Request
+		to       int
+		decision string
+		matched  int
+	}{
+		{"the longest prefix wins", []int{0, 0, 1}, 2, blocks(1, 2, 3, 4, 9), 0, DecisionPrefix, 4},
+		{"a tie goes to the least loaded", []int{2, 1, 1}, 2, blocks(1, 2, 7), 1, DecisionPrefix, 2},
+		{"over the load bound: the next best", []int{5, 1, 1}, 2, blocks(1, 2, 3, 4), 1, DecisionLoad, 2},
+		{"a miss goes to the least loaded", []int{1, 0, 2}, 2, blocks(7, 8), 1, DecisionMiss, 0},
+		{"a miss stays where it is when that is least loaded", []int{1, 1, 1}, 2, blocks(7, 8), 2, DecisionMiss, 0},
+	}
+	for _, s := range steps {
+		p := routePool(t, 3, 8, 1<<20)
+		p.index.Record(0, *chainOf(blocks(1, 2, 3, 4)))
+		p.index.Record(1, *chainOf(blocks(1, 2, 5, 6)))
+		p.setLoad(s.load...)
+		to, decision, matched := routeFrom(p, s.from, s.req)
+		if to != s.to || decision != s.decision || matched != s.matched {
+			t.Errorf("%s: went to %d (%s, %d blocks), want %d (%s, %d)", s.name, to, decision, matched, s.to, s.decision, s.matched)
+		}
+		want := append([]int(nil), s.load...)
+		want[s.from]--
+		want[s.to]++
+		if got := p.loads(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: loads %v, want %v (the slot moves with the request)", s.name, got, want)
+		}
+	}
+}
+
+func chainOf(r *consume.Request) *prefix.Chain {
+	return &prefix.Chain{Hashes: r.Prefix, Bytes: r.PromptBytes}
+}
+
+func TestRouteSkipsAnUpstreamAtItsLimit(t *testing.T) {
+	p := routePool(t, 2, 2, 1<<20)
+	p.index.Record(0, *chainOf(blocks(1, 2)))
+	p.setLoad(2, 1)
+	if to, d, _ := routeFrom(p, 1, blocks(1, 2, 3)); to != 1 || d != DecisionLoad {
+		t.Fatalf("went to %d (%s); want 1 (load): upstream 0 is at its max_concurrency", to, d)
+	}
+}
+
+func TestRouteFollowsTheConversation(t *testing.T) {
+	p := routePool(t, 4, 8, 1<<20)
+	first, _, _ := routeFrom(p, 3, blocks(10, 11))
+	p.setLoad(0, 0, 0, 0)
+	p.ups[first].inFlight = 0
+	// Turn two extends turn one; it starts from another upstream and
+	// comes back to the one that prefilled turn one.
+	p.setLoad(0, 1, 0, 0)
+	if to, d, m := routeFrom(p, 1, blocks(10, 11, 12)); to != first || d != DecisionPrefix || m != 2 {
+		t.Fatalf("turn two went to %d (%s, %d); want %d (prefix, 2)", to, d, m, first)
+	}
+}
+
+func TestRouteDropsAnUpstreamThatGoesDown(t *testing.T) {
+	p := routePool(t, 2, 8, 1<<20)
+	p.index.Record(0, *chainOf(blocks(1, 2)))
+	p.markDown(p.ups[0], errors.New("gone"))
+	p.setLoad(0, 1)
+	if to, d, _ := routeFrom(p, 1, blocks(1, 2)); to != 1 || d != DecisionMiss {
+		t.Fatalf("went to %d (%s); want 1 (miss): upstream 0 is down and its blocks forgotten", to, d)
+	}
+	if st := p.Stats()[0]; st.IndexBlocks != 0 {
+		t.Fatalf("down upstream still has %d blocks indexed", st.IndexBlocks)
+	}
+}
+
+func TestRouteForgetsWhatTheCacheEvicted(t *testing.T) {
+	// 16 blocks of cache (the index's minimum): a conversation of 10
+	// blocks is evicted by 16 newer blocks routed to the same upstream.
+	p := routePool(t, 2, 8, 16*prefix.TokensPerBlock)
+	old := make([]uint64, 10)
+	for i := range old {
+		old[i] = uint64(100 + i)
+	}
+	p.index.Record(0, *chainOf(blocks(old...)))
+	newer := make([]uint64, 16)
+	for i := range newer {
+		newer[i] = uint64(200 + i)
+	}
+	p.index.Record(0, *chainOf(blocks(newer...)))
+	p.setLoad(0, 1)
+	if to, d, _ := routeFrom(p, 1, blocks(old...)); to != 1 || d != DecisionMiss {
+		t.Fatalf("went to %d (%s); want 1 (miss): the old conversation left the cache", to, d)
+	}
+}
+
+func TestLeastOutstandingPolicyHasNoIndex(t *testing.T) {
+	p, err := NewPool(Config{Upstreams: []UpstreamConfig{{URL: "http://a.invalid", Models: []string{"m"}}},
+		Routing: Routing{Policy: RouteLeastOutstanding}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.index != nil {
+		t.Fatal("least_outstanding keeps a prefix index")
+	}
+	for _, bad := range []Routing{{Policy: "random"}, {LoadBound: 0.5}} {
+		if _, err := NewPool(Config{Upstreams: []UpstreamConfig{{URL: "http://a.invalid"}}, Routing: bad}); err == nil {
+			t.Errorf("NewPool accepted %+v", bad)
+		}
+	}
+}
+
+// BenchmarkRouteDecision is one routing decision with 64 upstreams and
+// 100,000 indexed blocks: the index lookup of a 64-block prompt (16 KiB),
+// the choice among upstreams with room within the load bound, and moving
+// the slot. Recording the prompt afterwards is BenchmarkRouteRecord.
+func BenchmarkRouteDecision(b *testing.B) { benchRoute(b, false) }
+
+// BenchmarkRouteRecord is the bookkeeping after a decision: the 64 blocks
+// of the prompt touched or added in the chosen upstream's LRU.
+func BenchmarkRouteRecord(b *testing.B) { benchRoute(b, true) }
+
+func benchRoute(b *testing.B, record bool) {
+	ups := make([]UpstreamConfig, 64)
+	for i := range ups {
+		ups[i] = UpstreamConfig{URL: fmt.Sprintf("http://u%d.invalid", i), MaxConcurrency: 1 << 20, Models: []string{"m"}, CacheTokens: 1 << 30}
+	}
+	p, err := NewPool(Config{Upstreams: ups})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n uint64
+	convs := make([]*consume.Request, 0, 1563)
+	for range 1563 { // 64 blocks each: 100,032 blocks
+		hs := make([]uint64, 64)
+		for i := range hs {
+			n++
+			hs[i] = n
+		}
+		convs = append(convs, blocks(hs...))
+		p.index.Record(len(convs)%64, *chainOf(convs[len(convs)-1]))
+	}
+	for _, u := range p.ups {
+		u.inFlight = 1
+	}
+	s := &slot{p: p, u: p.ups[0]}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		j := i % len(convs)
+		req := convs[j]
+		if record { // where it was routed before: its blocks are there
+			p.index.Record((j+1)%64, *chainOf(req))
+		} else {
+			p.route(s, req)
+		}
+		i++
+	}
+}
