@@ -13,12 +13,15 @@ import (
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
 )
 
-// The fairness scenario's pool: one simulated vLLM behind one upstream
-// of max_concurrency fairCapacity, every tenant paced at fairRate (so
-// the pool, not the pacer, is the bottleneck).
+// The fairness scenario's pool: one simulated vLLM of fairSimSeqs
+// sequences whose batch slows as it fills (fairLoadFactor at a full
+// batch), every tenant paced at fairRate (so the pool, not the pacer, is
+// the bottleneck). The baseline modes cap the upstream at fairCapacity,
+// a guess below the server's room; the default learns the room.
 const (
 	fairCapacity         = 8
-	fairSimSeqs          = 64 // the sim never queues: the gateway is the gate
+	fairSimSeqs          = 10
+	fairLoadFactor       = 2
 	fairTTFT             = 20 * time.Millisecond
 	fairITL              = 5 * time.Millisecond
 	fairRate             = 1000
@@ -26,37 +29,27 @@ const (
 	fairCompletionWeight = 2 // tokens served = prompt + 2 × completion
 	fairMaxRequests      = 100000
 	fairTail             = time.Second // load keeps running after the window so late requests get a first token
-	// fairThink is the light tenants' pause between an answer and their
-	// next request, twice the 25 ms capacity poll: a client that reads its
-	// answer. Without it a closed-loop light client asks again within a
-	// millisecond of its slot freeing and, in mode poll, takes its own slot
-	// back before the heavy bucket's next 25 ms retry, which hides what
-	// this scenario measures (light tenants that wait for a slot to free
-	// and must win a race of polls for it).
-	fairThink = 50 * time.Millisecond
 )
 
-// fairModes are the configurations compared, baseline first: poll
-// (fairness.mode: poll), fair (the default: fairness.mode fair, work-
-// conserving), reserve (fair with fairness.reserve: 2, two slots kept
-// for the high band and for tenants below their share) and headroom
-// (fair with fairness.headroom: fairHeadroom).
-var fairModes = []string{"poll", "fair", "reserve", "headroom"}
+// fairModes are the configurations compared, baselines first: poll
+// (fairness.mode: poll, the earlier design) and capped (fair, with
+// max_concurrency fairCapacity fixed: an operator's guess at the room,
+// the earlier default's setup), both with fixed_concurrency; then
+// default: no fairness settings and no max_concurrency, the limit
+// learned from the simulator's metrics.
+var fairModes = []string{"poll", "capped", "default"}
 
-// fairHeadroom is the headroom mode's fairness.headroom.
-const fairHeadroom = 2
-
-// fairnessYAML is the fairness section of mode.
+// fairnessYAML is the fairness section of mode ("" for the default:
+// nothing written).
 func fairnessYAML(mode string) string {
-	reserve, headroom := 0, 0
-	switch mode {
-	case "reserve":
-		mode, reserve = "fair", 2
-	case "headroom":
-		mode, headroom = "fair", fairHeadroom
+	if mode == "default" {
+		return ""
 	}
-	return fmt.Sprintf("fairness: {mode: %s, completion_weight: %d, reserve: %d, headroom: %d, bands: {low: {max_wait: 30s}}}\n",
-		mode, fairCompletionWeight, reserve, headroom)
+	fm := "fair"
+	if mode == "poll" {
+		fm = "poll"
+	}
+	return fmt.Sprintf("fairness: {mode: %s}\n", fm)
 }
 
 // fairTenant is one tenant of a case: its config and its load.
@@ -129,7 +122,7 @@ const weightsTokens = 64
 // requests happened to hold the slots when it opened, not the share.
 func fairCases(window time.Duration) []fairCase {
 	long := max(window, 8*time.Second)
-	light := func(id string) fairTenant { return fairTenant{ID: id, Streams: 2, Tokens: 32, Think: fairThink} }
+	light := func(id string) fairTenant { return fairTenant{ID: id, Streams: 2, Tokens: 32} }
 	return []fairCase{
 		{ID: "noisy", Title: "Noisy neighbour",
 			Tenants: []fairTenant{{ID: "heavy", Streams: 32, Tokens: 256}, light("a"), light("b"), light("c")},
@@ -137,10 +130,10 @@ func fairCases(window time.Duration) []fairCase {
 				{Name: "alone", Label: "light tenants alone", Load: []string{"a", "b", "c"}, Warm: 500 * time.Millisecond, Window: window},
 				{Name: "loaded", Label: "beside heavy", Load: []string{"heavy", "a", "b", "c"}, Warm: 1500 * time.Millisecond, Window: window},
 			}},
-		{ID: "mixed", Title: "All backlogged, outputs 32 / 256 / 1024",
-			Tenants: []fairTenant{{ID: "out32", Streams: 8, Tokens: 32}, {ID: "out256", Streams: 8, Tokens: 256}, {ID: "out1024", Streams: 8, Tokens: 1024}},
+		{ID: "lengths", Title: "Two backlogged tenants, outputs 64 and 512",
+			Tenants: []fairTenant{{ID: "out64", Streams: 16, Tokens: 64}, {ID: "out512", Streams: 8, Tokens: 512}},
 			Phases: []fairPhase{
-				{Name: "loaded", Label: "all backlogged", Load: []string{"out32", "out256", "out1024"}, Warm: 6 * time.Second, Window: long},
+				{Name: "loaded", Label: "both backlogged", Load: []string{"out64", "out512"}, Warm: 6 * time.Second, Window: long},
 			}},
 		{ID: "weights", Title: "Weights 1 : 2 : 4",
 			Tenants: []fairTenant{{ID: "w1", Weight: 1, Streams: 12, Tokens: weightsTokens}, {ID: "w2", Weight: 2, Streams: 12, Tokens: weightsTokens}, {ID: "w4", Weight: 4, Streams: 12, Tokens: weightsTokens}},
@@ -148,7 +141,7 @@ func fairCases(window time.Duration) []fairCase {
 				{Name: "loaded", Label: "all backlogged", Load: []string{"w1", "w2", "w4"}, Warm: 3 * time.Second, Window: long},
 			}},
 		{ID: "bands", Title: "Priority bands",
-			Tenants: []fairTenant{{ID: "hi", Priority: "high", Streams: 2, Tokens: 32, Think: fairThink},
+			Tenants: []fairTenant{{ID: "hi", Priority: "high", Streams: 2, Tokens: 32},
 				{ID: "norm", Priority: "normal", Streams: 16, Tokens: 256}, {ID: "lo", Priority: "low", Streams: 16, Tokens: 256}},
 			Phases: []fairPhase{
 				{Name: "alone", Label: "high tenant alone", Load: []string{"hi"}, Warm: 500 * time.Millisecond, Window: window},
@@ -157,10 +150,10 @@ func fairCases(window time.Duration) []fairCase {
 	}
 }
 
-// fairConfig is the gateway config of one case in mode ("poll" or
-// "fair"): one upstream of max_concurrency fairCapacity, every tenant at
-// rate fairRate, plus the idle tenant t0 that answers the readiness
-// probe.
+// fairConfig is the gateway config of one case in mode (see fairModes):
+// one upstream, capped at fairCapacity but in the default mode, every
+// tenant at rate fairRate, plus the idle tenant t0 that answers the
+// readiness probe.
 func fairConfig(simURL, mode string, tenants []fairTenant) gwConfig {
 	var b strings.Builder
 	for _, t := range tenants {
@@ -173,8 +166,11 @@ func fairConfig(simURL, mode string, tenants []fairTenant) gwConfig {
 		}
 		b.WriteString("}\n")
 	}
-	c := gwConfig{Upstream: simURL, MaxConcurrency: fairCapacity, Workers: 64, Tenants: 1, ExtraTenants: b.String(),
+	c := gwConfig{Upstream: simURL, Workers: 64, Tenants: 1, ExtraTenants: b.String(),
 		Defaults: fmt.Sprintf("{rpm: 0, tpm: 0, burst: 0, rate: %d, backlog: 10000, max_wait: 30s}", fairRate)}
+	if mode != "default" {
+		c.MaxConcurrency, c.Fixed = fairCapacity, true
+	}
 	c.Extra = fairnessYAML(mode)
 	return c
 }
@@ -300,7 +296,7 @@ func counterSum(g prometheus.Gatherer, name, label, value string) float64 {
 // fairRunCase runs every phase of fc, in mode, on a fresh sim and a
 // fresh gateway whose queue is backend ("embedded" or "rocketmq").
 func fairRunCase(ctx context.Context, fc fairCase, mode, backend string) (map[string]fairWindow, error) {
-	sim, err := startSim(vllmsim.Config{TTFT: fairTTFT, ITL: fairITL, MaxNumSeqs: fairSimSeqs}, false)
+	sim, err := startSim(vllmsim.Config{TTFT: fairTTFT, ITL: fairITL, MaxNumSeqs: fairSimSeqs, TimeFactorUnderLoad: fairLoadFactor}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -343,8 +339,9 @@ func runFairness(ctx context.Context, e *env, res *ScenarioResult) error {
 	cases := fairCases(window)
 	modes := fairModes
 	res.Setup = fairSetup(cases, window)
-	res.Baseline = "`fairness.mode: poll`, today's design (no free upstream slot: the bucket is suspended for a fixed 25 ms " +
-		"and retried), on the same cases in the same run, each case on a fresh sim and gateway, poll then fair."
+	res.Baseline = "`fairness.mode: poll`, the earlier design (no free upstream slot: the bucket is suspended for a fixed 25 ms " +
+		"and retried), and `capped` (fair, with `max_concurrency: 8` fixed, an operator's guess at the room), on the same cases in the same run, " +
+		"each case on a fresh sim and gateway, poll, capped, then the default (no fairness settings, no max_concurrency)."
 	runs := fairRuns{}
 	for _, fc := range cases { // cases outer, modes inner: both modes of a case see the same machine load
 		for _, mode := range modes {
@@ -369,7 +366,7 @@ func runFairness(ctx context.Context, e *env, res *ScenarioResult) error {
 
 // fairBrokerModes are the modes the noisy-neighbour case is repeated in
 // on the RocketMQ broker.
-var fairBrokerModes = []string{"poll", "fair"}
+var fairBrokerModes = []string{"poll", "default"}
 
 // fairOnBroker repeats the noisy-neighbour case (fc) on the RocketMQ
 // broker at PACEGATE_ROCKETMQ_ENDPOINT, in modes poll and fair, and
@@ -392,16 +389,17 @@ func fairOnBroker(ctx context.Context, res *ScenarioResult, fc fairCase, embedde
 
 func fairSetup(cases []fairCase, window time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Whole gateway (embedded queue) in front of one vllmsim (TTFT %s, ITL %s per token, exact output lengths); "+
-		"upstream max_concurrency %d is the bottleneck; every tenant paced at rate %d (so pacing never binds), backlog 10000, max_wait 30s. "+
-		"Each tenant runs closed-loop streams (`stream: true`; the gateway asks the upstream for usage); the light tenants pause "+
-		"%s between an answer and their next request, twice the 25 ms capacity poll, as a client that reads its answer (with no pause "+
-		"a light client asks again within a millisecond of its slot freeing and keeps it, and poll looks fair). Figures come from a %s window "+
+	fmt.Fprintf(&b, "Whole gateway (embedded queue) in front of one vllmsim of %d sequences (`--max-num-seqs`; more wait in its FIFO) whose batch slows as it fills "+
+		"(`--time-factor-under-load %d`: TTFT %s and ITL %s per token at one sequence, %d× at a full batch; exact output lengths). "+
+		"Modes poll and capped cap the upstream at max_concurrency %d with fixed_concurrency; the default sets nothing and learns the room from the sim's /metrics. "+
+		"Every tenant paced at rate %d (so pacing never binds), backlog 10000, max_wait 30s. "+
+		"Each tenant runs closed-loop streams with no pause (`stream: true`; the gateway asks the upstream for usage). Figures come from a %s window "+
 		"after a warm-up (load continues %s past it): tokens are the content chunks received in the window, TTFT is client-side "+
 		"(queue wait included) of the requests started in it, tokens served = prompt + %d × completion tokens in the window, divided "+
-		"by the tenant's weight for Jain's index. Capacity polls = the rise of `pacegate_suspends_total` over the window, reason `capacity` in mode poll (each is a 25 ms retry) and `capacity_recheck` in mode fair (a waiting bucket delivered again without a grant) "+
-		"saturated windows, read from the gateway's metrics registry. Cases: ",
-		fairTTFT, fairITL, fairCapacity, fairRate, fairThink, window, fairTail, fairCompletionWeight)
+		"by the tenant's weight for Jain's index. Capacity polls = the rise of `pacegate_suspends_total` over the "+
+		"saturated windows, reason `capacity` in mode poll (each is a 25 ms retry) and `capacity_recheck` otherwise (a waiting bucket delivered again without a grant), "+
+		"read from the gateway's metrics registry. Cases: ",
+		fairSimSeqs, fairLoadFactor, fairTTFT, fairITL, fairLoadFactor, fairCapacity, fairRate, window, fairTail, fairCompletionWeight)
 	for i, fc := range cases {
 		if i > 0 {
 			b.WriteString("; ")

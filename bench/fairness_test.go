@@ -107,14 +107,20 @@ func TestFairConfigParses(t *testing.T) {
 			t.Fatalf("mode %s: the config does not parse: %v\n%s", mode, err, y)
 		}
 	}
-	on := fairConfig("http://127.0.0.1:1", "reserve", tenants).yaml()
+	capped := fairConfig("http://127.0.0.1:1", "capped", tenants).yaml()
 	for _, want := range []string{
-		"fairness: {mode: fair, completion_weight: 2, reserve: 2, headroom: 0, bands: {low: {max_wait: 30s}}}\n",
+		"fairness: {mode: fair}\n",
 		`- {id: w4, keys: ["sk-w4"], weight: 4}`, `- {id: lo, keys: ["sk-lo"], priority: low}`,
-		"max_concurrency: 8", "rate: 1000",
+		"max_concurrency: 8, fixed_concurrency: true,", "rate: 1000",
 	} {
-		if !strings.Contains(on, want) {
-			t.Errorf("config lacks %q:\n%s", want, on)
+		if !strings.Contains(capped, want) {
+			t.Errorf("capped config lacks %q:\n%s", want, capped)
+		}
+	}
+	def := fairConfig("http://127.0.0.1:1", "default", tenants).yaml()
+	for _, no := range []string{"fairness", "max_concurrency", "fixed_concurrency"} {
+		if strings.Contains(def, no) {
+			t.Errorf("default config sets %s:\n%s", no, def)
 		}
 	}
 }
@@ -156,27 +162,28 @@ func TestFairReport(t *testing.T) {
 	cases := fairCases(2 * time.Second)
 	e := &env{mode: "quick", out: t.TempDir()}
 	runs := fairRuns{
-		"poll":     fakeFairRuns(cases, 1200, 900, 5000, []float64{1, 1, 1}),
-		"fair":     fakeFairRuns(cases, 200, 220, 0, []float64{1, 2, 4}),
-		"reserve":  fakeFairRuns(cases, 25, 22, 0, []float64{1, 2, 4}),
-		"headroom": fakeFairRuns(cases, 25, 22, 0, []float64{1, 2, 4}),
+		"poll":    fakeFairRuns(cases, 1200, 900, 5000, []float64{1, 1, 1}),
+		"capped":  fakeFairRuns(cases, 200, 220, 0, []float64{1, 2, 4}),
+		"default": fakeFairRuns(cases, 25, 22, 0, []float64{1, 2, 4}),
 	}
 	res := &ScenarioResult{}
 	fairReport(e, res, cases, runs)
 	if len(res.Bars) != len(fairChecks) {
 		t.Fatalf("%d bars, want %d", len(res.Bars), len(fairChecks))
 	}
-	// Every target met on the headroom run (the one judged; fair misses
-	// the latency ones here) except Jain's index: the fake served the
-	// mixed case 1:2:4 with equal weights.
+	// Every target met on the default run (the one judged) except the
+	// lengths one: the fake served the two tenants of equal weight 1:2.
 	for i, b := range res.Bars {
-		wantPass := !strings.Contains(b.Claim, "Jain")
-		if b.Pass != wantPass || !strings.Contains(b.Measured, "poll: ") || !strings.Contains(b.Measured, "fair: ") {
+		wantPass := !strings.Contains(b.Claim, "outputs 64")
+		if b.Pass != wantPass || !strings.Contains(b.Measured, "poll: ") || !strings.Contains(b.Measured, "capped: ") {
 			t.Errorf("bar %d %q: pass %v, measured %q", i, b.Claim, b.Pass, b.Measured)
 		}
 	}
-	if got := res.Bars[0].Measured; !strings.Contains(got, "poll: 60.00× (1200.0 vs 20.0 ms); fair: 10.00×") || !strings.Contains(got, "headroom: 1.25×") {
+	if got := res.Bars[0].Measured; !strings.Contains(got, "poll: 60.00× (1200.0 vs 20.0 ms); capped: 10.00×") || !strings.Contains(got, "default: 1.25×") {
 		t.Errorf("TTFT bar measured %q", got)
+	}
+	if got := res.Bars[2].Measured; !strings.Contains(got, "default: 100.0 %") {
+		t.Errorf("lengths bar measured %q", got)
 	}
 	if len(res.Tables) != len(cases)+1 || len(res.Plots) != len(cases)+1 {
 		t.Errorf("%d tables and %d plots, want %d each", len(res.Tables), len(res.Plots), len(cases)+1)
@@ -185,11 +192,11 @@ func TestFairReport(t *testing.T) {
 	pollOnly := &ScenarioResult{}
 	fairReport(e, pollOnly, cases, fairRuns{"poll": runs["poll"]})
 	for _, b := range pollOnly.Bars {
-		if b.Pass || !strings.HasSuffix(b.Measured, "fair: not run; reserve: not run; headroom: not run") {
+		if b.Pass || !strings.HasSuffix(b.Measured, "capped: not run; default: not run") {
 			t.Errorf("poll only: bar %q pass %v, measured %q", b.Claim, b.Pass, b.Measured)
 		}
 	}
 	if row := pollOnly.Tables[0].Rows[0]; row[len(row)-1] != "—" {
-		t.Errorf("poll only: fair columns of %v should be —", row)
+		t.Errorf("poll only: default columns of %v should be —", row)
 	}
 }

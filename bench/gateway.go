@@ -21,7 +21,8 @@ type pacegate struct {
 // gwConfig is the part of a pacegate config the scenarios vary.
 type gwConfig struct {
 	Upstream       string
-	MaxConcurrency int
+	MaxConcurrency int    // 0: not written (the limit is learned from the upstream's metrics)
+	Fixed          bool   // fixed_concurrency: max_concurrency is the limit, metrics are not read
 	Backend        string // "embedded" (default) or "rocketmq"
 	Workers        int
 	Defaults       string // the defaults: mapping, e.g. "{rate: .inf, backlog: 10000, max_wait: 30s}"
@@ -34,7 +35,14 @@ type gwConfig struct {
 func (c gwConfig) yaml() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: \"127.0.0.1:0\"\nmodels: [%s]\n", simModel)
-	fmt.Fprintf(&b, "upstreams: [{url: %q, max_concurrency: %d, models: [%s]}]\n", c.Upstream, c.MaxConcurrency, simModel)
+	fmt.Fprintf(&b, "upstreams: [{url: %q, ", c.Upstream)
+	if c.MaxConcurrency > 0 {
+		fmt.Fprintf(&b, "max_concurrency: %d, ", c.MaxConcurrency)
+	}
+	if c.Fixed {
+		b.WriteString("fixed_concurrency: true, ")
+	}
+	fmt.Fprintf(&b, "models: [%s]}]\n", simModel)
 	b.WriteString("server: {request_timeout: 120s, heartbeat: 5s, max_body_bytes: 8388608}\n")
 	if c.Backend == "rocketmq" {
 		// The topic and group scripts/rocketmq/rmq.sh init created; a

@@ -102,7 +102,11 @@ type capacity struct {
 	// slot and has not had one since: delivered again without one, that
 	// is a wake-up that did no work (ReasonCapacityRecheck).
 	parked map[policy.Key]bool
-	closed bool // no more grants
+	// rechecks holds, per model, a timer that hands out the model's free
+	// slots again once the room kept for a recent bucket may have lapsed
+	// (see keptRoom): nothing else would, if no request ends meanwhile.
+	rechecks map[string]*time.Timer
+	closed   bool // no more grants
 }
 
 // grant is a slot reserved for one waiting bucket until its delivery.
@@ -114,7 +118,8 @@ type grant struct {
 func newCapacity(cfg ConsumerConfig, q *Queue) *capacity {
 	c := &capacity{up: cfg.Upstreams, sched: cfg.Fairness, mode: cfg.Capacity, reserve: cfg.Reserve,
 		wait:    capacityWaitBroker,
-		backlog: q.Backlog, pace: cfg.Pacer.Interval, grants: map[policy.Key][]*grant{}, parked: map[policy.Key]bool{}}
+		backlog: q.Backlog, pace: cfg.Pacer.Interval, grants: map[policy.Key][]*grant{}, parked: map[policy.Key]bool{},
+		rechecks: map[string]*time.Timer{}}
 	c.hold = c.wait + grantHoldMargin
 	if q.Wakeable() {
 		// The grant ends the suspension at once: the hold only covers
@@ -193,7 +198,7 @@ func (c *capacity) takeNow(k policy.Key, band int) (Slot, bool) {
 		s, ok = c.up.TryAcquireHeadroom(k.Model)
 	}
 	if ok {
-		c.sched.Hold(k) // under mu: the next decision sees it
+		c.sched.Hold(k, time.Now()) // under mu: the next decision sees it
 	}
 	return s, ok
 }
@@ -299,6 +304,10 @@ func (c *capacity) releaseAll() {
 	all := c.grants
 	c.grants = map[policy.Key][]*grant{}
 	clear(c.parked)
+	for m, t := range c.rechecks {
+		t.Stop()
+		delete(c.rechecks, m)
+	}
 	c.mu.Unlock()
 	for k, gs := range all {
 		c.release(k, gs)
@@ -317,7 +326,7 @@ func (c *capacity) release(k policy.Key, gs []*grant) {
 // its Hold first: the release grants the slot on, and the scheduler's
 // count of what runs must not hold it then.
 func (c *capacity) unhold(k policy.Key, s Slot) {
-	c.sched.Unhold(k)
+	c.sched.Unhold(k, time.Now())
 	s.Release()
 }
 
@@ -352,11 +361,12 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 			k, s, ok = c.grantOwed(k.Model)
 		}
 		if !ok {
+			c.keptRoom(k.Model)
 			*models = without(*models, k.Model)
 			continue
 		}
 		c.sched.Grant(k)
-		c.sched.Hold(k)
+		c.sched.Hold(k, time.Now())
 		c.hand(k, s)
 		return k, true
 	}
@@ -406,6 +416,25 @@ func (c *capacity) expire(k policy.Key, g *grant) {
 	if i >= 0 {
 		c.unhold(k, g.slot)
 	}
+}
+
+// keptRoom arms model's recheck when a waiting bucket was refused a free
+// slot: the slot is kept for a recent bucket below its share, and is
+// handed out again once that bucket is no longer recent, unless a request
+// of the model ends first. Requires mu held.
+func (c *capacity) keptRoom(model string) {
+	if c.rechecks[model] != nil || c.closed {
+		return
+	}
+	if free, _ := c.up.Free(model); free <= 0 {
+		return
+	}
+	c.rechecks[model] = time.AfterFunc(fairshare.DefaultActiveWindow+time.Millisecond, func() {
+		c.mu.Lock()
+		delete(c.rechecks, model)
+		c.mu.Unlock()
+		c.grantFree([]string{model})
+	})
 }
 
 func without(models []string, m string) []string {

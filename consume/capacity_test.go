@@ -49,7 +49,7 @@ func TestFreedSlotIsGrantedToTheBucketOwedMost(t *testing.T) {
 	r := newRigOn(b, nil, CapacityFair)
 	r.up.limit = 1
 	begin, release := make(chan struct{}), make(chan struct{})
-	streamTokens(r.up, begin, 10, release)
+	streamTokens(r.up, begin, chargeBatch, release)
 
 	h1, p := r.submit(context.Background(), "heavy")
 	drain(p)
@@ -66,12 +66,12 @@ func TestFreedSlotIsGrantedToTheBucketOwedMost(t *testing.T) {
 		}
 	}
 	// Both wait at the same counter (light was lifted to heavy's). Now
-	// heavy's running request streams 10 tokens, charged 2 each: the
-	// freed slot is light's.
+	// heavy's running request streams a batch of tokens, charged 2
+	// each as they come: the freed slot is light's.
 	close(begin)
 	waitFor(t, func() bool {
 		f, _ := r.c.Fairness().Flow(policy.Key{Tenant: "heavy", Model: "m"}, time.Now())
-		return f.Counter == 20
+		return f.Counter == 2*chargeBatch
 	})
 	close(release)
 	waitFor(t, func() bool { return len(b.wokenList()) == 1 })
@@ -200,8 +200,11 @@ func TestMeterChargesExpectedThenActual(t *testing.T) {
 		{"within the expectation, settled by usage", []Event{chunk, chunk,
 			{Kind: EventChunk, Data: []byte(`{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9}}`)}},
 			false, []float64{5 + 2*3, 11, 11, 7 + 2*2}},
-		{"beyond the expectation, charged as it streams", []Event{chunk, chunk, chunk, chunk}, true,
-			[]float64{11, 11, 11, 11, 13, 5 + 2*4}},
+		// The token beyond the expectation is owed until a batch of
+		// chargeBatch (TestMeterChargesTheCommitmentAndReconciles), and
+		// charged at the end.
+		{"beyond the expectation, charged at the end", []Event{chunk, chunk, chunk, chunk}, true,
+			[]float64{11, 11, 11, 11, 11, 5 + 2*4}},
 		{"cut short, charged what it produced", []Event{chunk}, true, []float64{11, 11, 5 + 2*1}},
 		{"non-streamed body", []Event{{Kind: EventBody, Data: []byte(`{"choices":[{}],"usage":{"prompt_tokens":4,"completion_tokens":10}}`)}},
 			true, []float64{11, 4 + 2*10, 4 + 2*10}},

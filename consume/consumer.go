@@ -126,6 +126,7 @@ func NewConsumer(cfg ConsumerConfig) *Consumer {
 	}
 	c.cap = newCapacity(cfg, c.q)
 	c.q.onIdle = cfg.Fairness.Idle
+	c.q.onLeave = c.cap.trim
 	return c
 }
 

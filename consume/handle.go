@@ -28,8 +28,7 @@ func (c *Consumer) Handle(ctx context.Context, d *Delivery) (res Result) {
 			if p.Abandon() {
 				p.Send(Event{Kind: EventError, Err: fmt.Errorf("consume: handler panicked: %v", v)})
 			}
-			c.q.depart(p, false)
-			c.cap.trim(k)
+			c.q.depart(p, false) // trims k's grants (Queue.onLeave)
 			res = Success()
 		}
 	}()
@@ -38,8 +37,7 @@ func (c *Consumer) Handle(ctx context.Context, d *Delivery) (res Result) {
 		case p.Dispatched(): // a redelivery after a lost ack
 			return c.drop(k, ReasonDuplicate)
 		case p.gone():
-			c.q.depart(p, false)
-			c.cap.trim(k)
+			c.q.depart(p, false) // trims k's grants (Queue.onLeave)
 			return c.drop(k, ReasonClientGone)
 		}
 		// Pace first, taking nothing: a slot of the pool is held for a
@@ -103,7 +101,6 @@ func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
 	if !p.claim(now) { // abandoned by its handler a moment ago
 		c.cap.unhold(k, slot)
 		c.q.depart(p, false)
-		c.cap.trim(k)
 		return c.drop(k, ReasonClientGone)
 	}
 	c.q.depart(p, true)

@@ -3,6 +3,7 @@ package consume
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/pacegate/pacegate/consume/fairshare"
@@ -29,15 +30,26 @@ type meter struct {
 	k     policy.Key
 	w     float64
 	// prompt and expected are the start's estimates; streamed counts data
-	// events; charged is the service charged so far.
-	prompt, expected, streamed, charged float64
-	settled                             bool // final usage seen: the totals are exact
-	tally                               Tally
+	// events; charged is the service charged so far, and owed what the
+	// tokens beyond the expectation add and is not charged yet (see
+	// chargeBatch).
+	prompt, expected, streamed, charged, owed float64
+	settled                                   bool // final usage seen: the totals are exact
+	tally                                     Tally
 }
 
-// startMeter charges the request's expected service and returns its meter.
+// startMeter charges the request's expected service and returns its
+// meter. The expected completion is its max_tokens (or the gateway's
+// default reservation), or the bucket's recent mean when that is
+// smaller: a bucket whose requests ask for 4,096 tokens and stop at 100
+// is not charged 4,096 before each starts, and one that does generate
+// them is charged as they stream.
 func startMeter(s *fairshare.Scheduler, k policy.Key, w float64, req *Request, now time.Time) *meter {
-	m := &meter{sched: s, k: k, w: w, prompt: float64(req.PromptTokens), expected: float64(req.CompletionTokens),
+	expected := float64(req.CompletionTokens)
+	if mean, ok := s.MeanCompletion(k); ok {
+		expected = min(expected, math.Ceil(mean))
+	}
+	m := &meter{sched: s, k: k, w: w, prompt: float64(req.PromptTokens), expected: expected,
 		tally: Tally{Shape: req.Shape}}
 	m.charged = m.prompt + w*m.expected
 	s.Start(k, m.charged, now)
@@ -67,7 +79,7 @@ func (m *meter) observe(ev Event) {
 		if token {
 			m.streamed++
 			if m.streamed > m.expected {
-				m.add(m.w)
+				m.owe(m.w)
 			}
 		}
 	}
@@ -88,14 +100,33 @@ func (m *meter) usage(u Usage, final bool) {
 }
 
 // end gives back what was charged and not generated when no final usage
-// came (the stream broke off, or the client left).
+// came (the stream broke off, or the client left), and records what the
+// request generated in the bucket's recent mean.
 func (m *meter) end() {
 	if !m.settled {
 		m.add(m.prompt + m.w*m.streamed - m.charged)
 	}
+	m.sched.Completed(m.k, m.streamed)
 }
 
+// chargeBatch is how many tokens beyond the expectation a stream
+// charges at a time: one charge per token would take the scheduler's
+// lock once per chunk of every stream.
+const chargeBatch = 16
+
+// owe adds v to what the stream owes, and charges it once it reaches a
+// batch.
+func (m *meter) owe(v float64) {
+	m.owed += v
+	if m.owed >= chargeBatch*m.w {
+		m.add(m.owed)
+	}
+}
+
+// add charges v now, with whatever the stream owed; the owed part is in
+// v when the caller computed v from charged.
 func (m *meter) add(v float64) {
+	m.owed = 0
 	if v == 0 {
 		return
 	}

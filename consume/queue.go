@@ -32,9 +32,13 @@ type Queue struct {
 	count   atomic.Int64
 
 	// onIdle is told when a bucket's queue empties (the fair-share
-	// scheduler lifts a bucket that returns from idleness). Set once,
-	// before use, by NewConsumer.
-	onIdle func(policy.Key)
+	// scheduler lifts a bucket that returns from idleness), and onLeave
+	// when a request leaves its bucket without being dispatched (its
+	// client went away, or its band's max_wait passed): the capacity gate
+	// takes the bucket out of the wait set, or gives back a slot granted
+	// to it, at once. Set once, before use, by NewConsumer.
+	onIdle  func(policy.Key)
+	onLeave func(policy.Key)
 }
 
 // NewQueue returns a Queue publishing to b. replica goes into LiteTopic
@@ -110,6 +114,9 @@ func (q *Queue) depart(p *Pending, released bool) {
 	}
 	if q.ledger.remove(p.Req.Key, p.seq, released, time.Now()) && q.onIdle != nil {
 		q.onIdle(p.Req.Key)
+	}
+	if !released && q.onLeave != nil {
+		q.onLeave(p.Req.Key)
 	}
 }
 

@@ -17,6 +17,15 @@ func activeByPass(s *Scheduler, model string) float64 {
 	return w
 }
 
+func busyByPass(s *Scheduler, model string) (n int) {
+	for _, f := range s.flows {
+		if f.key.Model == model {
+			n += f.busy()
+		}
+	}
+	return n
+}
+
 // TestActiveWeightFollowsEveryChange drives the scheduler through a
 // random sequence of every call that changes whether a bucket waits or
 // runs, and checks the kept sum against a pass over the flows after each.
@@ -44,12 +53,19 @@ func TestActiveWeightFollowsEveryChange(t *testing.T) {
 		case 6:
 			s.Start(k, 1, t0)
 		case 7:
-			s.Hold(k)
+			s.Hold(k, t0)
 		case 8:
-			s.Unhold(k)
+			s.Unhold(k, t0)
 		}
 		if got, want := s.activeWeight("m"), activeByPass(s, "m"); abs(got-want) > 1e-9 {
 			t.Fatalf("step %d: kept active weight %v, a pass over the flows gives %v", i, got, want)
+		}
+		got := 0
+		if m := s.models["m"]; m != nil {
+			got = m.busy
+		}
+		if want := busyByPass(s, "m"); got != want {
+			t.Fatalf("step %d: kept busy count %d, a pass over the flows gives %d", i, got, want)
 		}
 	}
 }

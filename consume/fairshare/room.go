@@ -1,7 +1,6 @@
 package fairshare
 
 import (
-	"math"
 	"time"
 
 	"github.com/pacegate/pacegate/policy"
@@ -64,14 +63,15 @@ func (s *Scheduler) Access(k policy.Key, band, running, total, headroom int, now
 	// The pool may count a request's end before its Done: the
 	// scheduler's own count is the later of the two.
 	running = max(running, m.busy)
-	sum := s.recentWeight(m, t)
-	if _, known := m.members[f]; !known {
+	s.expire(m, t)
+	sum := m.recent.weight
+	if !f.counted {
 		sum += f.weight
 	}
 	if band == 0 || !s.higherBandSeen(k.Model, band, t) && owes(f, total, sum) {
 		return headroomIf(running < total+headroom)
 	}
-	if float64(running)+s.owedExcept(m, f, total, sum, t) < float64(total+headroom) {
+	if float64(running)+m.recent.owedExcept(f, total, sum) < float64(total+headroom) {
 		return AccessLimit
 	}
 	return AccessWait
@@ -87,7 +87,9 @@ func headroomIf(room bool) Access {
 // BestOwed is the waiting bucket of model, in band order and then by
 // [Scheduler.Best]'s order, that is owed capacity as [Scheduler.Access]
 // defines it, while the model runs fewer than total+headroom requests.
-// It scans the model's wait sets.
+// The high band's is its heap's top; below it, it scans the band's wait
+// set, and only while some recent bucket's share is a slot or more (so
+// not with thousands of buckets sharing a few slots).
 func (s *Scheduler) BestOwed(model string, running, total, headroom int, now time.Time) (policy.Key, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,14 +98,21 @@ func (s *Scheduler) BestOwed(model string, running, total, headroom int, now tim
 	if m == nil || max(running, m.busy) >= total+headroom {
 		return policy.Key{}, false
 	}
-	sum := s.recentWeight(m, t)
+	s.expire(m, t)
+	sum := m.recent.weight
+	// No bucket outside the high band is owed a slot while every share
+	// is below one: then only the high band's heap is looked at.
+	someOwed := sum <= 0 || float64(total)*m.recent.maxWeight()/sum >= 1-1e-9
 	for b := range NumBands {
-		if b > 0 && s.higherBandSeen(model, b, t) {
+		if b > 0 && (!someOwed || s.higherBandSeen(model, b, t)) {
 			continue
+		}
+		if b == 0 && len(m.heaps[0]) > 0 {
+			return m.heaps[0][0].key, true
 		}
 		var top *flow
 		for _, f := range m.heaps[b] {
-			if (top == nil || f.before(top)) && (b == 0 || owes(f, total, sum)) {
+			if (top == nil || f.before(top)) && owes(f, total, sum) {
 				top = f
 			}
 		}
@@ -124,37 +133,3 @@ func owes(f *flow, total int, sum float64) bool {
 }
 
 func share(f *flow, total int, sum float64) float64 { return float64(total) * f.weight / sum }
-
-// recentAt reports whether f waits, runs, or was seen within the window
-// before t. Requires mu held.
-func (s *Scheduler) recentAt(f *flow, t int64) bool {
-	return f.active() || t-f.seenAt < s.window
-}
-
-// recentWeight sums the weights of m's recent buckets, and forgets the
-// buckets that are neither recent nor needed any more (see forget).
-// Requires mu held.
-func (s *Scheduler) recentWeight(m *model, t int64) float64 {
-	s.clock = max(s.clock, t)
-	var sum float64
-	for f := range m.members {
-		if s.recentAt(f, t) {
-			sum += f.weight
-		} else {
-			s.forget(f)
-		}
-	}
-	return sum
-}
-
-// owedExcept sums the slots m's recent buckets other than self are still
-// owed: their share of total beyond what they run. Requires mu held.
-func (s *Scheduler) owedExcept(m *model, self *flow, total int, sum float64, t int64) float64 {
-	var owed float64
-	for f := range m.members {
-		if f != self && s.recentAt(f, t) {
-			owed += max(math.Floor(share(f, total, sum)+1e-9)-float64(f.busy()), 0)
-		}
-	}
-	return owed
-}

@@ -104,8 +104,8 @@ func TestBestOwedSkipsBucketsAboveTheirShare(t *testing.T) {
 // one bucket a moment apart must not both find it owed a slot.
 func TestHoldCountsATakenSlotBeforeItStarts(t *testing.T) {
 	s := noisyModel()
-	s.Hold(key("a"))
-	s.Hold(key("a")) // a's share is 2
+	s.Hold(key("a"), t0)
+	s.Hold(key("a"), t0) // a's share is 2
 	if got := s.Access(key("a"), 1, 10, 8, 2, t0); got != AccessWait {
 		t.Fatalf("a with two slots taken: Access = %d, want AccessWait (%d)", got, AccessWait)
 	}
@@ -113,8 +113,30 @@ func TestHoldCountsATakenSlotBeforeItStarts(t *testing.T) {
 	if got := s.Access(key("a"), 1, 10, 8, 2, t0); got != AccessWait {
 		t.Fatalf("a with one slot taken and one started: Access = %d, want AccessWait (%d)", got, AccessWait)
 	}
-	s.Unhold(key("a")) // the other slot was released unused
+	s.Unhold(key("a"), t0) // the other slot was released unused
 	if got := s.Access(key("a"), 1, 9, 8, 2, t0); got != AccessHeadroom {
 		t.Fatalf("a with one request running: Access = %d, want AccessHeadroom (%d)", got, AccessHeadroom)
+	}
+}
+
+// A bucket below its share is kept no more room than it ran at once:
+// a light client of one stream beside heavy, both of share 4 of 8 slots,
+// is kept one slot between its requests, not four.
+func TestAccessKeepsNoMoreThanTheBucketUsed(t *testing.T) {
+	s := New(0)
+	for range 6 {
+		s.Start(key("heavy"), 1, t0)
+	}
+	s.Start(key("light"), 1, t0)
+	s.Done(key("light"), t0)
+	if got := s.Access(key("heavy"), 1, 6, 8, 0, t0); got != AccessLimit {
+		t.Fatalf("heavy at 6 of 8 with light owed 1: %d, want AccessLimit", got)
+	}
+	s.Start(key("heavy"), 1, t0)
+	if got := s.Access(key("heavy"), 1, 7, 8, 0, t0); got != AccessWait {
+		t.Fatalf("heavy at 7 of 8 with light owed 1: %d, want AccessWait", got)
+	}
+	if got := s.Access(key("light"), 1, 7, 8, 0, t0); got != AccessHeadroom {
+		t.Fatalf("light: %d, want AccessHeadroom (owed)", got)
 	}
 }

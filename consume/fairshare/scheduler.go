@@ -19,14 +19,18 @@ const DefaultHalfLife = 10 * time.Second
 // is safe for concurrent use; one mutex, mu, guards all of its state.
 // Make it with [New].
 type Scheduler struct {
-	halfLife float64 // seconds
-	window   int64   // ns a bucket stays recent after its last request: see [DefaultActiveWindow]
+	halfLife    float64       // seconds
+	window      int64         // ns a bucket stays recent after its last request: see [DefaultActiveWindow]
+	forgetAfter time.Duration // see [DefaultForgetAfter]
 
 	mu     sync.Mutex
 	models map[string]*model
 	flows  map[policy.Key]*flow
 	seq    uint64 // join order, the tie-break between equal counters
 	clock  int64  // the latest time any call passed in, unix ns
+	// idle holds the flows that only a counter above their band's floor
+	// keeps, by when they were last seen: see sweep.
+	idle []*flow
 }
 
 // model is one model's wait sets, one min-heap per band.
@@ -41,7 +45,11 @@ type model struct {
 	active  float64
 	nActive int
 	busy    int                // the sum of its flows' busy(): requests running or about to
+	version uint64             // changes with any flow's service or wait: see competing
 	members map[*flow]struct{} // the model's flows
+	recent  recentSet
+	s       *Scheduler
+	comp    competingStat // see competing
 }
 
 // flow is one bucket as the scheduler sees it.
@@ -54,11 +62,29 @@ type flow struct {
 	hidx    int // index in its model's heap while waiting, else -1
 	running int // requests granted and not yet done
 	held    int // slots taken for it and not yet started: see Hold
+	// heldCharge is what its holds were charged, given back as each is
+	// used or returned; meanCost is the recent mean of what a request of
+	// it is charged at its start, and meanCompletion of the completion
+	// tokens a request of it generated (0: none yet). See Hold and
+	// MeanCompletion.
+	heldCharge     float64
+	meanCost       float64
+	meanCompletion float64
 	// backlogged is true from a Join until [Scheduler.Idle]: the bucket
 	// has had requests queued all along, so a Join in between (its next
 	// request, after a grant) is not a return from idleness and is not
 	// lifted.
 	backlogged bool
+
+	// counted: f is in its model's recent sums, with weight cw and busy
+	// count cb; queued: it is in the model's expiry queue, last seen at
+	// queuedAt; idleQueued: it is in the scheduler's idle queue, last
+	// seen at idleAt. See recent.go.
+	counted, queued, idleQueued bool
+	cw                          float64
+	cu                          usage
+	queuedAt, idleAt            int64
+	peak                        int // the most it ran at once while recent
 
 	recent   float64 // weighted service, decayed with the half-life
 	decayAt  int64   // unix ns of the last decay
@@ -72,14 +98,14 @@ func New(halfLife time.Duration) *Scheduler {
 	if halfLife <= 0 {
 		halfLife = DefaultHalfLife
 	}
-	return &Scheduler{halfLife: halfLife.Seconds(), window: int64(DefaultActiveWindow),
+	return &Scheduler{halfLife: halfLife.Seconds(), window: int64(DefaultActiveWindow), forgetAfter: DefaultForgetAfter,
 		models: map[string]*model{}, flows: map[policy.Key]*flow{}}
 }
 
 func (s *Scheduler) model(name string) *model {
 	m := s.models[name]
 	if m == nil {
-		m = &model{members: map[*flow]struct{}{}}
+		m = &model{members: map[*flow]struct{}{}, s: s}
 		s.models[name] = m
 	}
 	return m
@@ -118,11 +144,14 @@ func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) 
 	defer s.mu.Unlock()
 	f := s.flow(k)
 	f.waitedAt = now.UnixNano()
+	s.model(k.Model).version++
 	s.see(f, now.UnixNano())
 	if f.hidx >= 0 {
 		return false
 	}
 	m := s.model(k.Model)
+	s.expire(m, now.UnixNano())
+	s.sweep(now.UnixNano())
 	m.seen[band] = now.UnixNano()
 	m.leave(f)
 	defer m.enter(f)
@@ -169,6 +198,7 @@ func (s *Scheduler) Compete(k policy.Key, weight float64, now time.Time) {
 	f := s.flow(k)
 	f.weight = weight
 	f.waitedAt = now.UnixNano()
+	s.model(k.Model).version++
 }
 
 // Leave takes k out of its wait set (its request went away). The bucket
@@ -276,7 +306,11 @@ func (s *Scheduler) Grant(k policy.Key) bool {
 // Hold records that a slot was taken for k that its next Start will use:
 // between the two, k counts as running it, so that two deliveries of k a
 // moment apart do not both find k owed a slot (see [Scheduler.Access]).
-func (s *Scheduler) Hold(k policy.Key) {
+// It charges k what a request of k has recently been charged at its
+// start: a bucket granted several slots at once pays for each as it is
+// granted, not only when its requests start. Start and Unhold give it
+// back.
+func (s *Scheduler) Hold(k policy.Key, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.flow(k)
@@ -284,36 +318,88 @@ func (s *Scheduler) Hold(k policy.Key) {
 	m.leave(f)
 	f.held++
 	m.enter(f)
+	f.heldCharge += f.meanCost
+	s.charge(f, f.meanCost, now)
+}
+
+// unhold gives back one hold of f and what it was charged. Requires mu
+// held, and f.held > 0.
+func (s *Scheduler) unhold(f *flow, now time.Time) {
+	m := s.models[f.key.Model]
+	back := f.heldCharge / float64(f.held)
+	m.leave(f)
+	f.held--
+	m.enter(f)
+	f.heldCharge -= back
+	if f.held == 0 {
+		f.heldCharge = 0 // no float residue
+	}
+	s.charge(f, -back, now)
 }
 
 // Unhold gives back a Hold whose slot was released without a Start.
-func (s *Scheduler) Unhold(k policy.Key) {
+func (s *Scheduler) Unhold(k policy.Key, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f := s.flows[k]; f != nil && f.held > 0 {
-		m := s.models[k.Model]
-		m.leave(f)
-		f.held--
-		m.enter(f)
+		s.unhold(f, now)
 		s.forget(f)
 	}
 }
 
-// Start records that one request of k began on the pool, charging its
-// prompt tokens; it uses up a Hold of k, if any.
-func (s *Scheduler) Start(k policy.Key, promptTokens float64, now time.Time) {
+// meanWeight is how much a new request counts in a bucket's recent means.
+const meanWeight = 0.2
+
+// Start records that one request of k began on the pool, charging cost,
+// the service it is expected to take; it uses up a Hold of k, if any,
+// giving back what the hold was charged.
+func (s *Scheduler) Start(k policy.Key, cost float64, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.flow(k)
 	m := s.model(k.Model)
+	if f.held > 0 {
+		s.unhold(f, now)
+	}
 	m.leave(f)
 	f.running++
-	f.held = max(f.held-1, 0)
 	m.enter(f)
 	m.seen[f.band] = now.UnixNano()
 	s.see(f, now.UnixNano())
-	s.charge(f, promptTokens, now)
+	f.meanCost = ewma(f.meanCost, cost)
+	s.charge(f, cost, now)
 	s.fix(f)
+}
+
+// Completed records that a request of k generated tokens completion
+// tokens, for [Scheduler.MeanCompletion].
+func (s *Scheduler) Completed(k policy.Key, tokens float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.flows[k]; f != nil && tokens >= 0 {
+		f.meanCompletion = ewma(f.meanCompletion, tokens)
+	}
+}
+
+// MeanCompletion is the recent mean of the completion tokens k's
+// requests generated; false when none of its requests ended since it was
+// last forgotten.
+func (s *Scheduler) MeanCompletion(k policy.Key) (float64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flows[k]
+	if f == nil || f.meanCompletion == 0 {
+		return 0, false
+	}
+	return f.meanCompletion, true
+}
+
+// ewma moves mean towards x; a zero mean is none yet and takes x.
+func ewma(mean, x float64) float64 {
+	if mean == 0 {
+		return x
+	}
+	return mean + meanWeight*(x-mean)
 }
 
 // Charge adds tokens (already weighted by the completion weight where
@@ -333,6 +419,9 @@ func (s *Scheduler) charge(f *flow, tokens float64, now time.Time) {
 		return
 	}
 	v := tokens / f.weight
+	if m := s.models[f.key.Model]; m != nil {
+		m.version++
+	}
 	f.counter = max(f.counter+v, 0)
 	f.decay(now.UnixNano(), s.halfLife)
 	f.recent = max(f.recent+v, 0)
@@ -347,10 +436,11 @@ func (s *Scheduler) Done(k policy.Key, now time.Time) {
 		m := s.models[k.Model]
 		m.leave(f)
 		f.running = max(f.running-1, 0)
+		s.see(f, now.UnixNano()) // before enter: recent from now
 		m.enter(f)
-		s.see(f, now.UnixNano())
 		s.fix(f)
 		s.forget(f)
+		s.expire(m, now.UnixNano())
 	}
 }
 
@@ -363,28 +453,31 @@ func (s *Scheduler) fix(f *flow) {
 }
 
 // forget drops a flow that holds nothing the scheduler needs: not
-// waiting, nothing running, not recent (see [Scheduler.Access]), and a
-// counter no higher than its band's floor, to which it would be lifted on
-// return anyway. A flow kept only because it is recent is dropped by a
-// later pass over the model's flows (Access, BestOwed, Models). Requires
-// mu held.
+// waiting, nothing running or queued, not recent (see
+// [Scheduler.Access]), and a counter no higher than its band's floor, to
+// which it would be lifted on return anyway. A flow with a higher counter
+// goes in the idle queue and is dropped DefaultForgetAfter after it was
+// last seen (sweep); a recent one is uncounted, and then forgotten, when
+// its window passes (expire). Requires mu held.
 func (s *Scheduler) forget(f *flow) {
-	if f.active() || f.backlogged || s.recentAt(f, s.clock) {
+	if !s.forgettable(f) {
 		return
 	}
-	m := s.models[f.key.Model]
-	if m != nil && f.counter > m.floor[f.band] {
+	if m := s.models[f.key.Model]; m == nil || f.counter <= m.floor[f.band] {
+		s.drop(f)
 		return
 	}
-	delete(s.flows, f.key)
-	if m != nil {
-		delete(m.members, f)
+	if !f.idleQueued {
+		f.idleQueued, f.idleAt = true, f.seenAt
+		s.idle = append(s.idle, f)
 	}
 }
 
-// leave takes f out of m's active sums before a change to it; enter
-// puts it back after the change if it is active then. Requires mu held.
+// leave takes f out of m's active and recent sums before a change to
+// it; enter puts it back after the change if it is active or recent
+// then. Requires mu held.
 func (m *model) leave(f *flow) {
+	m.recent.uncount(f)
 	if !f.active() {
 		return
 	}
@@ -402,6 +495,7 @@ func (m *model) enter(f *flow) {
 		m.active += f.weight
 		m.busy += f.busy()
 	}
+	m.s.recount(m, f)
 }
 
 // active reports whether f waits for or uses its model's slots.

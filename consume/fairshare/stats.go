@@ -51,7 +51,7 @@ func (s *Scheduler) Flow(k policy.Key, now time.Time) (FlowStat, bool) {
 	if f == nil {
 		return FlowStat{}, false
 	}
-	total, _, _ := s.competing(k.Model, now.UnixNano())
+	total, _, _ := s.competing(s.models[k.Model], now.UnixNano())
 	return s.flowStat(f, now.UnixNano(), total), true
 }
 
@@ -61,13 +61,16 @@ func (s *Scheduler) Models(now time.Time) []ModelStat {
 	defer s.mu.Unlock()
 	t := now.UnixNano()
 	out := make([]ModelStat, 0, len(s.models))
+	for _, m := range s.models {
+		s.expire(m, t) // what it uncounts, sweep may forget
+	}
+	s.sweep(t)
 	for name, m := range s.models {
-		s.recentWeight(m, t) // forgets the buckets no longer needed
 		ms := ModelStat{Model: name, Grants: m.grants, Jain: 1}
 		for b := range m.heaps {
 			ms.Waiting[b] = len(m.heaps[b])
 		}
-		total, sq, n := s.competing(name, t)
+		total, sq, n := s.competing(m, t)
 		ms.Competing = n
 		if n >= 2 && sq > 0 {
 			// Rounded: the index is scale-free, but the decay leaves
@@ -81,21 +84,44 @@ func (s *Scheduler) Models(now time.Time) []ModelStat {
 	return out
 }
 
-// competing sums the recent service of model's flows that waited within
-// the last half-life. Requires mu held. It is a pass over the flows,
-// which the scheduler forgets once idle: for scrapes, not per request.
-func (s *Scheduler) competing(model string, now int64) (total, squares float64, n int) {
-	horizon := now - int64(s.halfLife*1e9)
-	for _, f := range s.flows {
-		if f.key.Model != model || f.waitedAt < horizon || f.waitedAt == 0 {
-			continue
-		}
-		x := f.decayedTo(now, s.halfLife)
-		total += x
-		squares += x * x
-		n++
+// statTTL is how long a model's competing sums are reused: a scrape and
+// an admin page that read the figures of many buckets make one pass
+// over the model's flows, not one per bucket.
+const statTTL = 250 * time.Millisecond
+
+// competingStat is a model's competing sums at one time (see competing).
+type competingStat struct {
+	valid          bool
+	at             int64
+	version        uint64
+	total, squares float64
+	n              int
+}
+
+// competing sums the recent service of m's flows that waited within the
+// last half-life, and its squares. It is a pass over m's flows, made at
+// most once per statTTL (or when the model changed, at the same time)
+// and decayed to now in between. Requires mu held.
+func (s *Scheduler) competing(m *model, now int64) (total, squares float64, n int) {
+	if m == nil {
+		return 0, 0, 0
 	}
-	return total, squares, n
+	c := &m.comp
+	if !(c.valid && (now == c.at && c.version == m.version || now > c.at && now-c.at < int64(statTTL))) {
+		*c = competingStat{valid: true, at: now, version: m.version}
+		horizon := now - int64(s.halfLife*1e9)
+		for f := range m.members {
+			if f.waitedAt < horizon || f.waitedAt == 0 {
+				continue
+			}
+			x := f.decayedTo(now, s.halfLife)
+			c.total += x
+			c.squares += x * x
+			c.n++
+		}
+	}
+	d := math.Exp2(-float64(now-c.at) / 1e9 / s.halfLife)
+	return c.total * d, c.squares * d * d, c.n
 }
 
 // decayedTo is recent decayed to now, without writing it back.

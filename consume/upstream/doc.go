@@ -2,10 +2,16 @@
 // the call to one of them.
 //
 // [Pool.TryAcquire] reserves a slot on the healthy upstream serving the
-// model with the fewest outstanding requests, never more than its
-// MaxConcurrency: beyond that the consumer keeps requests in their
-// buckets instead of piling them onto the GPUs. [Slot.Do] posts the
-// request and turns the response into consume.Events.
+// model with the fewest outstanding requests, never more than its limit:
+// beyond that the consumer keeps requests in their buckets instead of
+// piling them onto the GPUs. [Slot.Do] posts the request and turns the
+// response into consume.Events.
+//
+// An upstream's limit is learned from its vLLM /metrics, read every
+// MetricsInterval (room.go): the concurrency at which the server starts
+// to queue, so that pacegate queues instead and its fair order decides
+// who runs next. MaxConcurrency caps it, and is the limit while the
+// metrics cannot be read.
 //
 // Failures are split at the first response byte. Before it (a dial
 // error, a connection reset before the headers, a 5xx status) nothing

@@ -13,10 +13,10 @@ import (
 	"time"
 )
 
-// Start discovers the models of upstreams configured without any, then
-// runs the prober and reads the upstreams' metrics until ctx is done or
-// Close is called. An upstream that
-// cannot be reached is marked down and retried by the prober; Start
+// Start discovers the models of upstreams configured without any and
+// reads the metrics of the learning ones once, then runs the prober and
+// the metrics readings until ctx is done or Close is called. An upstream
+// that cannot be reached is marked down and retried by the prober; Start
 // fails only when called twice or after Close.
 func (p *Pool) Start(ctx context.Context) error {
 	p.life.Lock()
@@ -31,6 +31,10 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.wg.Add(1)
 	go p.probeLoop(ctx)
 	if p.cfg.MetricsInterval > 0 {
+		// A first reading before any request: a learning upstream starts
+		// at the learned limit's start, not at MaxConcurrency, so a first
+		// burst does not pile onto a server with less room.
+		p.readAll(ctx)
 		p.wg.Add(1)
 		go p.readLoop(ctx)
 	}

@@ -40,14 +40,19 @@ const (
 // It is a pure decision over readings; the Pool calls it under its lock.
 //
 // The rule, per reading: when the server queues (requests waiting in two
-// readings in a row, or once while the KV cache is past its threshold;
-// a single reading with a waiting request is a request caught between
-// two engine steps), the limit drops to what the server runs of ours,
-// our in-flight count less its waiting requests. When it does not queue,
-// the KV cache is under the threshold, and our in-flight count is at the
-// limit, the limit grows: by half until the first time the server
-// queued, by one afterwards. So it settles where the server is full and
-// probes above it only while the cache has room.
+// readings in a row, or once right after the limit grew; otherwise a
+// single reading with a waiting request is a request caught between two
+// engine steps, or one we sent the moment ours ended and before the
+// server freed its sequence), the limit drops
+// to what the server runs of ours, our in-flight count less its waiting
+// requests. When it does not queue, the KV cache is under the threshold,
+// and both our in-flight count and the server's running count are at
+// the limit (ours alone may count a request the server has finished and
+// we have not yet seen end), the limit grows: by half until the first
+// time the server queued, by one afterwards, and then only after
+// probeAfter readings without a queue. So it settles where the server is
+// full and probes above it now and then, only while the cache has room,
+// and a probe that overshoots costs one reading.
 type learner struct {
 	limit     int // the learned limit, in [1, ceiling]
 	ceiling   int // MaxConcurrency when set, else learnCeiling
@@ -55,6 +60,7 @@ type learner struct {
 	saturated bool // the server has queued since the limit was set
 	waited    bool // the previous reading had requests waiting
 	calm      int  // readings without a queue since the last one with
+	grew      bool // the limit grew at the previous reading
 }
 
 func newLearner(ceiling int, kvMax float64) learner {
@@ -65,8 +71,8 @@ func newLearner(ceiling int, kvMax float64) learner {
 // ran on the server, and reports whether the limit grew.
 func (l *learner) observe(g vllmmetrics.Gauges, inFlight int) (grew bool) {
 	waiting := g.Waiting > 0
-	queued := waiting && (l.waited || g.KVCache >= l.kvMax)
-	l.waited = waiting
+	queued := waiting && (l.waited || l.grew)
+	l.waited, l.grew = waiting, false
 	if queued {
 		l.saturated, l.calm = true, 0
 		ours := inFlight - int(g.Waiting)
@@ -74,7 +80,7 @@ func (l *learner) observe(g vllmmetrics.Gauges, inFlight int) (grew bool) {
 		return false
 	}
 	l.calm++
-	if waiting || g.KVCache >= l.kvMax || inFlight < l.limit || l.limit >= l.ceiling {
+	if waiting || g.KVCache >= l.kvMax || inFlight < l.limit || int(g.Running) < l.limit || l.limit >= l.ceiling {
 		return false
 	}
 	step := max(l.limit/2, 1)
@@ -85,5 +91,6 @@ func (l *learner) observe(g vllmmetrics.Gauges, inFlight int) (grew bool) {
 		step, l.calm = 1, 0
 	}
 	l.limit = min(l.limit+step, l.ceiling)
+	l.grew = true
 	return true
 }

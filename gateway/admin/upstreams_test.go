@@ -1,10 +1,33 @@
 package admin
 
 import (
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/pacegate/pacegate/consume/upstream"
 )
+
+// GET /admin/upstreams shows each upstream's limit and where it comes
+// from: learned from its metrics, or max_concurrency while they cannot
+// be read.
+func TestGetUpstreams(t *testing.T) {
+	f := newFixture(t)
+	down := time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC)
+	f.h = New(Config{Token: testToken, Table: f.table, Pacer: f.pacer, Buckets: f.queue, Logger: discard(),
+		Upstreams: func() []upstream.UpstreamStat {
+			return []upstream.UpstreamStat{
+				{URL: "http://a:8000", InFlight: 10, MaxConcurrency: 64, Limit: 10, Room: upstream.RoomMetrics,
+					Running: 10, Waiting: 0, KVCache: 0.81234, Healthy: true, Models: []string{llama}},
+				{URL: "http://b:8000", MaxConcurrency: 64, Limit: 64, Room: upstream.RoomFallback, Errors: 3, DownUntil: down},
+			}
+		}})
+	noRouting := `"routing":{"routed":{"load":0,"miss":0,"prefix":0},"prompt_tokens":0,"cached_tokens":0,"prefix_cache_hit_ratio":0,"index_blocks":0,"index_capacity":0}`
+	f.expect(http.MethodGet, "/admin/upstreams", "", http.StatusOK,
+		`{"object":"list","data":[`+
+			`{"url":"http://a:8000","healthy":true,"in_flight":10,"limit":10,"room":"metrics","max_concurrency":64,"vllm_running":10,"vllm_waiting":0,"vllm_kv_cache_usage":0.812,"errors":0,"models":["meta-llama/Llama-3-8B"],`+noRouting+`},`+
+			`{"url":"http://b:8000","healthy":false,"in_flight":0,"limit":64,"room":"fallback","max_concurrency":64,"vllm_running":0,"vllm_waiting":0,"vllm_kv_cache_usage":0,"errors":3,"down_until":"2026-01-01T00:00:05Z","models":[],`+noRouting+`}]}`)
+}
 
 func TestUpstreamsShowRouting(t *testing.T) {
 	f := newFixture(t)

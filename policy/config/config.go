@@ -249,14 +249,14 @@ type FairnessSpec struct {
 	CompletionWeight float64 `yaml:"completion_weight"`
 	// Reserve is how many free slots of a model are kept for tenants of
 	// the high band and tenants below their weighted share of the model's
-	// slots; 0 (the default) keeps the pool work-conserving. See the
-	// README's "Fair share of a saturated pool".
+	// slots, even before they are active (the room owed to active ones is
+	// kept anyway); default 0. See the README's "Fair share of a
+	// saturated pool".
 	Reserve int `yaml:"reserve"`
 	// Headroom is how many requests of a model may run beyond its
-	// upstreams' max_concurrency, only for tenants of the high band and
-	// tenants below their weighted share; up to as many slots are kept
-	// for such tenants that pause between requests. 0 (the default)
-	// keeps the pool work-conserving within max_concurrency. See the
+	// upstreams' limits, only for tenants of the high band and tenants
+	// below their weighted share: for fixed_concurrency upstreams whose
+	// servers have room beyond max_concurrency. Default 0. See the
 	// README's "Fair share of a saturated pool".
 	Headroom int       `yaml:"headroom"`
 	Bands    BandsSpec `yaml:"bands"`

@@ -1,0 +1,59 @@
+package fairshare
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// tenThousand is a model with 10,000 buckets waiting for a pool of 256
+// slots that runs 256 requests of 256 of them.
+func tenThousand() *Scheduler {
+	s := New(0)
+	for i := range 10000 {
+		k := key(fmt.Sprint("t", i))
+		s.Join(k, 1, 1, t0)
+		if i < 256 {
+			s.Grant(k)
+			s.Hold(k, t0)
+			s.Start(k, 100, t0)
+			s.Join(k, 1, 1, t0)
+		}
+	}
+	return s
+}
+
+// BenchmarkGrantTenThousand is one slot's way through the scheduler with
+// 10,000 buckets waiting: the room decision, the pick, the grant and its
+// hold, the start, and the end of the request it ran.
+func BenchmarkGrantTenThousand(b *testing.B) {
+	s := tenThousand()
+	now := t0
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Microsecond)
+		k, _ := s.Best([]string{"m"})
+		s.Access(k, -1, 256, 256, 0, now)
+		s.Grant(k)
+		s.Hold(k, now)
+		s.Start(k, 100, now)
+		s.Done(k, now)
+		s.Join(k, 1, 1, now)
+	}
+}
+
+// BenchmarkModelsTenThousand is what a metrics scrape reads of the
+// scheduler with 10,000 buckets waiting: each model's figures and the
+// figures of 20 buckets.
+func BenchmarkModelsTenThousand(b *testing.B) {
+	s := tenThousand()
+	now := t0
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Second) // a scrape every second: no figures reused
+		s.Models(now)
+		for i := range 20 {
+			s.Flow(key(fmt.Sprint("t", i)), now)
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package fairshare
+
+import (
+	"math"
+	"time"
+)
+
+// DefaultForgetAfter is how long a bucket that neither waits nor runs is
+// kept once it is no longer recent: then it is forgotten, its counter
+// with it, so that memory is bounded by the buckets active within it.
+// A bucket that returns later starts at its band's virtual time, as a
+// new one does: any service it got beyond the others before is forgiven.
+const DefaultForgetAfter = time.Minute
+
+// recentSet keeps, for one model, the sums over its recent flows (those
+// that wait, run, or were seen within the window) that the room decision
+// needs, so that [Scheduler.Access] costs the same with ten buckets or
+// ten thousand: their weight, and per weight the number of flows by how
+// many requests each runs and the most it ran at once while recent (its
+// peak). A flow is counted while it is recent; leave and enter recount it
+// around every change, and expire uncounts the flows whose window has
+// passed.
+type recentSet struct {
+	weight  float64
+	classes map[float64]*weightClass
+	// queue holds the counted flows that neither wait nor run, by when
+	// they were last seen (roughly: one seen again is moved to the back
+	// when it reaches the front).
+	queue []*flow
+}
+
+// weightClass is the recent flows of one weight, by busy count and peak.
+type weightClass struct {
+	n    int
+	busy map[usage]int
+}
+
+// usage is what a recent flow runs now and the most it ran at once.
+type usage struct{ busy, peak int }
+
+func (r *recentSet) count(f *flow) {
+	if f.counted {
+		return
+	}
+	if r.classes == nil {
+		r.classes = map[float64]*weightClass{}
+	}
+	c := r.classes[f.weight]
+	if c == nil {
+		c = &weightClass{busy: map[usage]int{}}
+		r.classes[f.weight] = c
+	}
+	f.peak = max(f.peak, f.busy())
+	f.counted, f.cw, f.cu = true, f.weight, usage{f.busy(), f.peak}
+	c.n++
+	c.busy[f.cu]++
+	r.weight += f.cw
+}
+
+func (r *recentSet) uncount(f *flow) {
+	if !f.counted {
+		return
+	}
+	f.counted = false
+	c := r.classes[f.cw]
+	c.n--
+	if c.busy[f.cu]--; c.busy[f.cu] == 0 {
+		delete(c.busy, f.cu)
+	}
+	if c.n == 0 {
+		delete(r.classes, f.cw)
+	}
+	r.weight -= f.cw
+	if len(r.classes) == 0 {
+		r.weight = 0 // no float residue once nothing is counted
+	}
+}
+
+// owedExcept sums the slots the counted flows other than self are still
+// owed: their share of total, but no more than they have run at once
+// while recent (a client with one stream is not kept four slots), beyond
+// what they run now; sum is the weight the shares divide. It costs a
+// pass over the weights in use and the usages found with each, not over
+// the flows.
+func (r *recentSet) owedExcept(self *flow, total int, sum float64) float64 {
+	var owed float64
+	for w, c := range r.classes {
+		s := math.Floor(float64(total)*w/sum + 1e-9)
+		if s < 1 {
+			continue
+		}
+		for u, n := range c.busy {
+			owed += u.owed(s) * float64(n)
+		}
+	}
+	if self.counted {
+		owed -= self.cu.owed(math.Floor(float64(total)*self.cw/sum + 1e-9))
+	}
+	return owed
+}
+
+// owed is what a flow of share slots (whole) is owed beyond what it runs.
+func (u usage) owed(share float64) float64 {
+	return max(min(share, float64(u.peak))-float64(u.busy), 0)
+}
+
+// maxWeight is the highest weight counted; 0 when none is.
+func (r *recentSet) maxWeight() float64 {
+	var top float64
+	for w := range r.classes {
+		top = max(top, w)
+	}
+	return top
+}
+
+// recount puts f back into m's recent sums after a change, if it is
+// recent: active, or seen within the window before the scheduler's
+// clock. An inactive flow counted goes in the expiry queue. Requires mu
+// held.
+func (s *Scheduler) recount(m *model, f *flow) {
+	if !f.active() && s.clock-f.seenAt >= s.window {
+		return
+	}
+	m.recent.count(f)
+	if !f.active() && !f.queued {
+		f.queued, f.queuedAt = true, f.seenAt
+		m.recent.queue = append(m.recent.queue, f)
+	}
+}
+
+// expire uncounts m's flows whose window passed before t, and forgets
+// those the scheduler no longer needs. Requires mu held.
+func (s *Scheduler) expire(m *model, t int64) {
+	q := m.recent.queue
+	for len(q) > 0 {
+		f := q[0]
+		if !f.active() && f.counted && f.seenAt != f.queuedAt { // seen again: to the back
+			f.queuedAt = f.seenAt
+			q = append(q[1:], f)
+			continue
+		}
+		if !f.active() && f.counted && t-f.seenAt < s.window {
+			break
+		}
+		q[0] = nil
+		q = q[1:]
+		f.queued = false
+		if !f.active() && f.counted {
+			m.recent.uncount(f)
+			f.peak = 0 // a new busy period when it returns
+			s.forget(f)
+		}
+	}
+	m.recent.queue = q
+}
+
+// sweep forgets the flows idle for DefaultForgetAfter before t. Requires
+// mu held.
+func (s *Scheduler) sweep(t int64) {
+	for len(s.idle) > 0 {
+		f := s.idle[0]
+		if t-f.seenAt < int64(s.forgetAfter) && s.forgettable(f) {
+			if f.idleAt == f.seenAt {
+				break
+			}
+			f.idleAt = f.seenAt // seen since it was queued: to the back
+			s.idle = append(s.idle[1:], f)
+			continue
+		}
+		s.idle[0] = nil
+		s.idle = s.idle[1:]
+		f.idleQueued = false
+		if s.forgettable(f) {
+			s.drop(f)
+		}
+	}
+}
+
+// forgettable: f neither waits, runs, is recent, nor has requests queued.
+// Requires mu held.
+func (s *Scheduler) forgettable(f *flow) bool {
+	return !f.active() && !f.backlogged && !f.counted && s.flows[f.key] == f
+}
+
+// drop deletes f. Requires mu held.
+func (s *Scheduler) drop(f *flow) {
+	delete(s.flows, f.key)
+	if m := s.models[f.key.Model]; m != nil {
+		delete(m.members, f)
+	}
+}
