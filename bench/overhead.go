@@ -81,7 +81,9 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 		return err
 	}
 	defer stopBare()
-	gw, err := startPacegate(ctx, gwConfig{Upstream: sim.URL, MaxConcurrency: 256, Workers: 64, Tenants: 1,
+	// The pool's cap is fixed and out of reach: this scenario measures what
+	// the gateway adds to a request, not how it learns the pool's room.
+	gw, err := startPacegate(ctx, gwConfig{Upstream: sim.URL, MaxConcurrency: 256, Fixed: true, Workers: 64, Tenants: 1,
 		Defaults: "{rpm: 0, tpm: 0, burst: 0, rate: .inf, backlog: 100000, max_wait: 30s}"})
 	if err != nil {
 		return err

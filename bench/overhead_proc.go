@@ -70,7 +70,7 @@ func startOhProcs(ctx context.Context, upstream string) (*ohProcs, error) {
 	// The pool's cap is set out of reach, like the pacing rate: the bare
 	// proxy has neither, and a transient stall of the shared machine
 	// would otherwise hold requests at the cap and measure that instead.
-	p.pg, err = startPacegateProc(ctx, bin, dir, gwConfig{Upstream: upstream, MaxConcurrency: 1024, Workers: 64,
+	p.pg, err = startPacegateProc(ctx, bin, dir, gwConfig{Upstream: upstream, MaxConcurrency: 1024, Fixed: true, Workers: 64,
 		Tenants: ohOpenTenants, Defaults: fmt.Sprintf("{rpm: 0, tpm: 0, burst: 0, rate: %d, backlog: 100000, max_wait: 30s}", ohProcRate)})
 	if err != nil {
 		p.stop()
