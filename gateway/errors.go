@@ -48,19 +48,6 @@ func (e *APIError) MarshalBody() []byte {
 	return b
 }
 
-// writeError sends e as a JSON response. Headers already set on w (request
-// id, rate-limit headers) are kept.
-func writeError(w http.ResponseWriter, e *APIError) {
-	h := w.Header()
-	if e.RetryAfter > 0 {
-		setRetryAfter(h, e.RetryAfter)
-	}
-	h.Set("Content-Type", "application/json")
-	h.Del("Content-Length")
-	w.WriteHeader(e.Status)
-	_, _ = w.Write(e.MarshalBody()) // a client that left cannot be told more
-}
-
 func errInvalidRequest(msg, param string) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Message: msg, Type: "invalid_request_error", Param: param}
 }

@@ -32,18 +32,19 @@ func infoFrom(ctx context.Context) *logInfo {
 }
 
 // requestID gives every request a fresh id, in the context and in the
-// X-Request-Id response header. A client-sent id is not trusted: it would
-// let one tenant collide with another's registry entry.
+// response headers of the path's dialect (X-Request-Id; request-id too on
+// Anthropic paths). A client-sent id is not trusted: it would let one
+// tenant collide with another's registry entry.
 func (s *Server) requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		li := &logInfo{id: s.cfg.NewID()}
-		w.Header().Set("X-Request-Id", li.id)
+		dialectOf(r.URL.Path).setRequestID(w.Header(), li.id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), logInfoKey, li)))
 	})
 }
 
-// recoverer turns a panic into a 500 OpenAI error (when nothing was sent
-// yet) and a log line; http.ErrAbortHandler is re-panicked so net/http
+// recoverer turns a panic into a 500 in the path's dialect (when nothing
+// was sent yet) and a log line; http.ErrAbortHandler is re-panicked so net/http
 // aborts the connection as intended.
 func (s *Server) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,7 +59,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 			}
 			s.cfg.Logger.Error("panic serving request", "request_id", infoFrom(r.Context()).id, "panic", v, "stack", string(debug.Stack()))
 			if sw.status == 0 {
-				writeError(sw, &APIError{Status: http.StatusInternalServerError, Message: "Internal error.", Type: "server_error"})
+				dialectOf(r.URL.Path).writeError(sw, &APIError{Status: http.StatusInternalServerError, Message: "Internal error.", Type: "server_error"})
 			}
 		}()
 		next.ServeHTTP(sw, r)

@@ -23,7 +23,7 @@ type modelEntry struct {
 // the pool discovered, sorted.
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	if _, e := s.authenticate(r, dialectOpenAI); e != nil {
-		writeError(w, e)
+		dialectOpenAI.writeError(w, e)
 		return
 	}
 	ids := slices.Concat(s.cfg.Models, s.cfg.Pool.Models())

@@ -192,7 +192,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		problems = append(problems, "upstreams: none healthy with known models")
 	}
 	if len(problems) > 0 {
-		writeError(w, errUnavailable("not ready: "+errors.Join(stringErrs(problems)...).Error()))
+		dialectOpenAI.writeError(w, errUnavailable("not ready: "+errors.Join(stringErrs(problems)...).Error()))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
