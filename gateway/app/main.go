@@ -204,8 +204,9 @@ Admin token: %[3]s
 	_, _ = io.WriteString(w, b.String())
 }
 
-// fragmentEscape escapes s as JavaScript's encodeURIComponent does, so
-// that the page's decodeURIComponent gets s back whatever it holds.
+// fragmentEscape escapes s so that the page's decodeURIComponent gets s
+// back whatever it holds: percent-escapes only, since QueryEscape's + for
+// a space is not one it decodes.
 func fragmentEscape(s string) string {
 	return strings.ReplaceAll(neturl.QueryEscape(s), "+", "%20")
 }
