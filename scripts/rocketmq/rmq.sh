@@ -236,6 +236,10 @@ enableMultiDispatch=true
 # LiteTopics per client than this, dispatch falls back to a full scan
 # every 10-25 s.
 maxClientEventCount=$RMQ_LITE_EVENT_CAP
+# A send may wait 1 s in the broker's send queue before it is refused with
+# "[TIMEOUT_CLEAN_QUEUE]broker busy" (a 429 to the client). The default,
+# 200 ms, refused sends of a 300-LiteTopic burst on a loaded 2-core machine.
+waitTimeMillsInSendQueue=1000
 EOF
 }
 
