@@ -88,14 +88,20 @@ func TestSuspendPacing(t *testing.T) {
 }
 
 // TestSuspendIsolation is Suspend versus Sleep on the broker: while most
-// LiteTopics are throttled with Suspend(300ms) per message, the others'
-// publish→dispatch latency stays what it is with nothing throttled.
+// LiteTopics are throttled with a Suspend per message, the others are
+// dispatched as if nothing were throttled. A consumer that held its
+// threads for the wait (a Sleep) would make a healthy delivery wait a
+// whole Suspend; the bound is half of one, which CPU contention on a
+// shared host stays far below (a bound relative to the unthrottled
+// baseline compared two noisy measurements and failed on a loaded host
+// at p90 266 ms against 218 ms).
 func TestSuspendIsolation(t *testing.T) {
 	in := sharedInstance(t)
 	const (
 		healthy   = 10
 		throttled = 40
 		rounds    = 6
+		hold      = 2 * time.Second // each throttled message's Suspend
 	)
 	probe := make([]string, healthy)
 	lat := make(chan time.Duration, healthy)
@@ -121,8 +127,9 @@ func TestSuspendIsolation(t *testing.T) {
 	measure("warmup") // subscribes the probe LiteTopics
 	base := measure("baseline")
 
-	// Throttle 40 LiteTopics: each message is suspended 300 ms once, then
-	// released; every LiteTopic keeps a backlog so it is throttled all along.
+	// Throttle 40 LiteTopics: each message is suspended once for hold, then
+	// released; every LiteTopic keeps a backlog of 10 so it is throttled
+	// all along (20 s each, far longer than the measurement).
 	var suspends, releases atomic.Int64
 	stop := make(chan struct{})
 	var seen sync.Map
@@ -136,7 +143,7 @@ func TestSuspendIsolation(t *testing.T) {
 			}
 			if _, again := seen.LoadOrStore(d.ID, true); !again {
 				suspends.Add(1)
-				return consume.Suspend(300 * time.Millisecond)
+				return consume.Suspend(hold)
 			}
 			releases.Add(1)
 			return consume.Success()
@@ -158,22 +165,15 @@ func TestSuspendIsolation(t *testing.T) {
 	t.Logf("healthy LiteTopics, publish→dispatch: baseline p50 %s p90 %s max %s; with %d throttled: p50 %s p90 %s max %s (%d suspends, %d releases meanwhile)",
 		percentile(base, .5), percentile(base, .9), percentile(base, 1), throttled,
 		percentile(loaded, .5), percentile(loaded, .9), percentile(loaded, 1), suspends.Load(), releases.Load())
-	if suspends.Load() < 2*throttled {
-		t.Errorf("only %d suspends while measuring: the throttled LiteTopics were not busy", suspends.Load())
+	if n := releases.Load(); n >= throttled*10 {
+		t.Errorf("all %d throttled messages were released by the end of the measurement: the throttled LiteTopics were not busy during it", n)
 	}
-	// A pool blocked by the throttled LiteTopics would add a whole 300 ms
-	// Suspend to the healthy ones. What remains is CPU contention on the
-	// host (the broker does the throttling work), so the bounds leave room
-	// for it but stay below one Suspend.
 	for _, c := range []struct {
-		name       string
-		got, limit time.Duration
-	}{
-		{"p50", percentile(loaded, .5), min(2*percentile(base, .5)+100*time.Millisecond, 250*time.Millisecond)},
-		{"p90", percentile(loaded, .9), min(2*percentile(base, .9)+150*time.Millisecond, 280*time.Millisecond)},
-	} {
-		if c.got > c.limit {
-			t.Errorf("healthy %s %s with %d LiteTopics throttled, want ≤ %s", c.name, c.got, throttled, c.limit)
+		name string
+		got  time.Duration
+	}{{"p50", percentile(loaded, .5)}, {"p90", percentile(loaded, .9)}} {
+		if c.got > hold/2 {
+			t.Errorf("healthy %s %s with %d LiteTopics throttled, want ≤ %s (half a Suspend)", c.name, c.got, throttled, hold/2)
 		}
 	}
 }
