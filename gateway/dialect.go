@@ -40,6 +40,18 @@ func (d dialect) apiKey(r *http.Request) (string, bool) {
 	return strings.TrimSpace(key), true
 }
 
+// setRequestID sends the request's id where the dialect's SDKs read it:
+// X-Request-Id on every response (OpenAI's SDKs, logs, support), and on
+// Anthropic paths request-id as well, which anthropic-sdk-go reports as
+// Error.RequestID and the Python and TypeScript SDKs as _request_id and
+// requestID.
+func (d dialect) setRequestID(h http.Header, id string) {
+	h.Set("X-Request-Id", id)
+	if d == dialectAnthropic {
+		h.Set("Request-Id", id)
+	}
+}
+
 // missingKey is the message of a 401 without a key.
 func (d dialect) missingKey() string {
 	if d == dialectAnthropic {
@@ -115,7 +127,7 @@ func anthropicType(e *APIError) string {
 		return "request_too_large"
 	case http.StatusTooManyRequests:
 		return "rate_limit_error"
-	case http.StatusGatewayTimeout:
+	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
 		return "timeout_error"
 	case http.StatusServiceUnavailable, 529:
 		return "overloaded_error"

@@ -40,7 +40,7 @@ func (s *Server) serve(rt *route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		x, e := s.admit(r, rt)
 		if x != nil {
-			setRateLimitHeaders(w.Header(), x.adm)
+			rt.dialect.setRateLimitHeaders(w.Header(), x.adm, x.admitted)
 		}
 		if e != nil {
 			s.refuse(w, rt, x, e)

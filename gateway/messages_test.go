@@ -39,7 +39,21 @@ func TestMessagesStreamExact(t *testing.T) {
 	// Reserved 20 + the estimate of messages (32 bytes: 9); charged 9+2.
 	w = r.call("POST", "/v1/messages", messagesReq, "Authorization: Bearer ka")
 	expect(t, w, 200, messagesStream)
-	expectHeader(t, w, "x-ratelimit-remaining-tokens", fmt.Sprint(1000-11-29))
+	expectHeader(t, w, "anthropic-ratelimit-tokens-remaining", fmt.Sprint(1000-11-29))
+	expectHeader(t, w, "anthropic-ratelimit-tokens-limit", "1000")
+	expectHeader(t, w, "x-ratelimit-remaining-tokens", "")
+	expectHeader(t, w, "request-id", "req-1")
+	expectHeader(t, w, "X-Request-Id", "req-1")
+}
+
+// OpenAI paths keep OpenAI's headers and carry no Anthropic ones.
+func TestOpenAIPathsKeepOpenAIHeaders(t *testing.T) {
+	r := newAPIRig(t, "{tpm: 1000}", jsonBody(200, `{"usage":{"prompt_tokens":1,"completion_tokens":1}}`))
+	w := r.call("POST", "/v1/chat/completions", `{"model":"m","max_tokens":5,"messages":[]}`, "Authorization: Bearer ka")
+	expectHeader(t, w, "x-ratelimit-limit-tokens", "1000")
+	expectHeader(t, w, "anthropic-ratelimit-tokens-limit", "")
+	expectHeader(t, w, "X-Request-Id", "req-1")
+	expectHeader(t, w, "request-id", "")
 }
 
 // Errors on Anthropic routes come in Anthropic's shape: before the

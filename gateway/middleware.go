@@ -25,7 +25,8 @@ func (k *ctxKey) String() string { return "gateway context value " + k.name }
 var requestIDKey = &ctxKey{"request id"}
 
 // requestID gives every request a fresh id from newID, in the context
-// (requestIDFrom) and in the X-Request-Id response header. A client-sent
+// (requestIDFrom) and in the response headers of the path's dialect
+// (X-Request-Id; request-id too on Anthropic paths). A client-sent
 // id is not trusted: it would let one tenant collide with another's
 // registry entry.
 func requestID(newID func() string) func(http.Handler) http.Handler {
@@ -35,7 +36,7 @@ func requestID(newID func() string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := newID()
-			w.Header().Set("X-Request-Id", id)
+			dialectOf(r.URL.Path).setRequestID(w.Header(), id)
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
 		})
 	}

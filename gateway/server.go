@@ -169,7 +169,7 @@ func (s *Server) Cut() { s.cutOnce.Do(func() { close(s.cut) }) }
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(requestID(s.cfg.NewID), accessLog(s.cfg.Logger), recoverer(s.cfg.Logger, writeOpenAIError))
+	r.Use(requestID(s.cfg.NewID), accessLog(s.cfg.Logger), recoverer(s.cfg.Logger, writePathError))
 	s.mount(r)
 	r.Get("/v1/models", s.listModels)
 	r.Get("/healthz", s.healthz)
@@ -183,10 +183,10 @@ func (s *Server) routes() chi.Router {
 	return r
 }
 
-// writeOpenAIError writes e in the OpenAI shape, whatever the path: the
+// writePathError writes e in the shape of the path's dialect: the
 // recoverer's error writer.
-func writeOpenAIError(w http.ResponseWriter, _ *http.Request, e *APIError) {
-	dialectOpenAI.writeError(w, e)
+func writePathError(w http.ResponseWriter, r *http.Request, e *APIError) {
+	dialectOf(r.URL.Path).writeError(w, e)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,14 +88,20 @@ func TestSuspendPacing(t *testing.T) {
 }
 
 // TestSuspendIsolation is Suspend versus Sleep on the broker: while most
-// LiteTopics are throttled with Suspend(300ms) per message, the others'
-// publish→dispatch latency stays what it is with nothing throttled.
+// LiteTopics are throttled with a Suspend per message, the others are
+// dispatched as if nothing were throttled. A consumer that held its
+// threads for the wait (a Sleep) would make a healthy delivery wait a
+// whole Suspend; the bound is half of one, which CPU contention on a
+// shared host stays far below (a bound relative to the unthrottled
+// baseline compared two noisy measurements and failed on a loaded host
+// at p90 266 ms against 218 ms).
 func TestSuspendIsolation(t *testing.T) {
 	in := sharedInstance(t)
 	const (
 		healthy   = 10
 		throttled = 40
 		rounds    = 6
+		hold      = 2 * time.Second // each throttled message's Suspend
 	)
 	probe := make([]string, healthy)
 	lat := make(chan time.Duration, healthy)
@@ -120,8 +127,9 @@ func TestSuspendIsolation(t *testing.T) {
 	measure("warmup") // subscribes the probe LiteTopics
 	base := measure("baseline")
 
-	// Throttle 40 LiteTopics: each message is suspended 300 ms once, then
-	// released; every LiteTopic keeps a backlog so it is throttled all along.
+	// Throttle 40 LiteTopics: each message is suspended once for hold, then
+	// released; every LiteTopic keeps a backlog of 10 so it is throttled
+	// all along (20 s each, far longer than the measurement).
 	var suspends, releases atomic.Int64
 	stop := make(chan struct{})
 	var seen sync.Map
@@ -135,7 +143,7 @@ func TestSuspendIsolation(t *testing.T) {
 			}
 			if _, again := seen.LoadOrStore(d.ID, true); !again {
 				suspends.Add(1)
-				return consume.Suspend(300 * time.Millisecond)
+				return consume.Suspend(hold)
 			}
 			releases.Add(1)
 			return consume.Success()
@@ -157,22 +165,15 @@ func TestSuspendIsolation(t *testing.T) {
 	t.Logf("healthy LiteTopics, publish→dispatch: baseline p50 %s p90 %s max %s; with %d throttled: p50 %s p90 %s max %s (%d suspends, %d releases meanwhile)",
 		percentile(base, .5), percentile(base, .9), percentile(base, 1), throttled,
 		percentile(loaded, .5), percentile(loaded, .9), percentile(loaded, 1), suspends.Load(), releases.Load())
-	if suspends.Load() < 2*throttled {
-		t.Errorf("only %d suspends while measuring: the throttled LiteTopics were not busy", suspends.Load())
+	if n := releases.Load(); n >= throttled*10 {
+		t.Errorf("all %d throttled messages were released by the end of the measurement: the throttled LiteTopics were not busy during it", n)
 	}
-	// A pool blocked by the throttled LiteTopics would add a whole 300 ms
-	// Suspend to the healthy ones. What remains is CPU contention on the
-	// host (the broker does the throttling work), so the bounds leave room
-	// for it but stay below one Suspend.
 	for _, c := range []struct {
-		name       string
-		got, limit time.Duration
-	}{
-		{"p50", percentile(loaded, .5), min(2*percentile(base, .5)+100*time.Millisecond, 250*time.Millisecond)},
-		{"p90", percentile(loaded, .9), min(2*percentile(base, .9)+150*time.Millisecond, 280*time.Millisecond)},
-	} {
-		if c.got > c.limit {
-			t.Errorf("healthy %s %s with %d LiteTopics throttled, want ≤ %s", c.name, c.got, throttled, c.limit)
+		name string
+		got  time.Duration
+	}{{"p50", percentile(loaded, .5)}, {"p90", percentile(loaded, .9)}} {
+		if c.got > hold/2 {
+			t.Errorf("healthy %s %s with %d LiteTopics throttled, want ≤ %s (half a Suspend)", c.name, c.got, throttled, hold/2)
 		}
 	}
 }
@@ -293,25 +294,24 @@ func restartUnderLoad(t *testing.T, sub string, mustNotice bool) {
 	lt, held := liteTopic(in.b, sub), liteTopic(in.b, sub+"-held")
 	waits.exemptTopic(lt) // bounded below: every accepted message arrives, and soon after the restart
 	waits.exemptTopic(held)
-	var delivered, suspended sync.Map
-	var deliveredN, dups atomic.Int64
+	var delivered deliveries
+	var suspended sync.Map
+	var dups atomic.Int64
 	handle := func(_ context.Context, d *consume.Delivery) consume.Result {
 		if strings.HasPrefix(d.ID, "pre-") {
 			if _, again := suspended.LoadOrStore(d.ID, true); !again {
 				return consume.Suspend(2 * time.Second)
 			}
 		}
-		if _, dup := delivered.LoadOrStore(d.ID, time.Now()); dup {
+		if !delivered.record(d.ID, time.Now()) {
 			dups.Add(1) // a redelivery: the handler is idempotent on the id
-		} else {
-			deliveredN.Add(1)
 		}
 		return consume.Success()
 	}
 	defer in.r.set(lt, handle)()
 	defer in.r.set(held, handle)()
 	pubAt := map[string]time.Time{}
-	var accepted, pre []string
+	var accepted, refused, pre []string
 	for i := range 10 {
 		id := fmt.Sprintf("pre-%s-%s-%d", sub, runID, i)
 		pre = append(pre, id)
@@ -376,6 +376,7 @@ func restartUnderLoad(t *testing.T, sub string, mustNotice bool) {
 				firstAfter = time.Now()
 			}
 		case errors.Is(err, consume.ErrUnavailable):
+			refused = append(refused, id)
 			failed++
 			maxFail = max(maxFail, took)
 			if firstFail.IsZero() {
@@ -396,8 +397,8 @@ func restartUnderLoad(t *testing.T, sub string, mustNotice bool) {
 	var resumed time.Duration
 	for _, id := range afterIDs {
 		for {
-			if at, ok := delivered.Load(id); ok {
-				resumed = max(resumed, at.(time.Time).Sub(pubAt[id]))
+			if at, ok := delivered.at(id); ok {
+				resumed = max(resumed, at.Sub(pubAt[id]))
 				break
 			}
 			if time.Since(pubAt[id]) > 30*time.Second {
@@ -413,22 +414,28 @@ func restartUnderLoad(t *testing.T, sub string, mustNotice bool) {
 	// Every accepted message arrives (one in flight during the outage is
 	// redelivered after its invisibility, 15 s here).
 	waitStart := time.Now()
-	for deliveredN.Load() < int64(len(accepted)) {
+	for missing := delivered.missing(accepted); len(missing) > 0; missing = delivered.missing(accepted) {
 		if time.Since(waitStart) > 60*time.Second {
-			var missing []string
-			for _, id := range accepted {
-				if _, ok := delivered.Load(id); !ok {
-					missing = append(missing, id)
-				}
-			}
 			t.Fatalf("%d of %d accepted messages never delivered: %v", len(missing), len(accepted), missing)
 		}
 		<-tick.C
 	}
+	// A refused publish may have reached the broker all the same (the
+	// proxy held it until the broker was back, or the client's send went
+	// on after its deadline), and its message is delivered too: such
+	// deliveries are expected, and are no substitute for an accepted one.
+	// Nothing else may arrive.
+	late := delivered.outside(accepted)
+	if stray := slices.DeleteFunc(slices.Clone(late), func(id string) bool { return slices.Contains(refused, id) }); len(stray) > 0 {
+		t.Errorf("delivered %v, which were neither accepted nor refused", stray)
+	}
 	heldFirst, heldLast, heldBefore := time.Duration(1<<62), time.Duration(0), 0
 	for _, id := range pre {
-		at, _ := delivered.Load(id)
-		d := at.(time.Time).Sub(restartEnd)
+		at, ok := delivered.at(id)
+		if !ok {
+			t.Fatalf("%s, accepted before the %s, has no delivery recorded", id, sub)
+		}
+		d := at.Sub(restartEnd)
 		if d < 0 {
 			heldBefore++
 			continue
@@ -442,8 +449,65 @@ func restartUnderLoad(t *testing.T, sub string, mustNotice bool) {
 	}
 	t.Logf("%s: of the 10 messages in flight at the restart, %d were delivered before the first publish accepted after it; the next %s after it, the last %s after it",
 		sub, heldBefore, heldFirst.Round(time.Millisecond), heldLast.Round(time.Millisecond))
-	t.Logf("%s: %d publishes accepted (slowest %s), %d refused with ErrUnavailable (slowest %s), %d Ready errors; unavailable for %s as seen by Publish; the %d published after it delivered within %s of their publish; all %d accepted delivered (last %s after the publisher stopped), %d redeliveries; watchdog %+v",
-		sub, len(accepted), maxOK.Round(time.Millisecond), failed, maxFail.Round(time.Millisecond), readyErrs,
+	t.Logf("%s: %d publishes accepted (slowest %s), %d refused with ErrUnavailable (slowest %s, %d of them delivered all the same), %d Ready errors; unavailable for %s as seen by Publish; the %d published after it delivered within %s of their publish; all %d accepted delivered (last %s after the publisher stopped), %d redeliveries; watchdog %+v",
+		sub, len(accepted), maxOK.Round(time.Millisecond), failed, maxFail.Round(time.Millisecond), len(late), readyErrs,
 		firstAfter.Sub(firstFail).Round(time.Millisecond), len(afterIDs), resumed.Round(time.Millisecond),
 		len(accepted), time.Since(waitStart).Round(time.Millisecond), dups.Load(), in.b.WatchdogStats())
+}
+
+// deliveries records the first delivery of each message id. It is safe
+// for concurrent use: the handler records, the test reads.
+type deliveries struct {
+	mu    sync.Mutex
+	first map[string]time.Time // guarded by mu
+}
+
+// record notes a delivery of id at now, and reports whether it is the
+// first.
+func (d *deliveries) record(id string, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, dup := d.first[id]; dup {
+		return false
+	}
+	if d.first == nil {
+		d.first = make(map[string]time.Time)
+	}
+	d.first[id] = now
+	return true
+}
+
+// at is the first delivery of id.
+func (d *deliveries) at(id string) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.first[id]
+	return at, ok
+}
+
+// missing lists the ids with no delivery.
+func (d *deliveries) missing(ids []string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		if _, ok := d.first[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// outside lists the delivered ids that are not in ids, sorted.
+func (d *deliveries) outside(ids []string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for id := range d.first {
+		if !slices.Contains(ids, id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

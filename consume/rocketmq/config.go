@@ -71,8 +71,8 @@ type Config struct {
 	// PublishTimeout bounds one Publish (subscribe + send). If zero,
 	// DefaultPublishTimeout.
 	PublishTimeout time.Duration
-	// ProbeInterval is how often reachability is checked. If zero,
-	// DefaultProbeInterval.
+	// ProbeInterval is how often reachability is checked; each check is
+	// given PublishTimeout to answer. If zero, DefaultProbeInterval.
 	ProbeInterval time.Duration
 	// RetryBackoff is the first Suspend after a Retry result; it doubles per
 	// Retry of the same request up to MaxRetryBackoff. If zero,

@@ -104,9 +104,9 @@
 //
 // Broker trouble is never silent. New fails with a clear error when the
 // proxy is unreachable or the topic/group are missing. A probe (QueryRoute
-// on the parent topic every ProbeInterval) tracks reachability at runtime:
-// on loss it logs an error, Ready returns an error wrapping
-// [consume.ErrUnavailable], and Publish fails at once with
+// on the parent topic every ProbeInterval, given PublishTimeout to answer)
+// tracks reachability at runtime: on loss it logs an error, Ready returns
+// an error wrapping [consume.ErrUnavailable], and Publish fails at once with
 // consume.ErrUnavailable; a Send that fails or exceeds PublishTimeout also
 // returns consume.ErrUnavailable. The client reconnects on its own; the
 // probe logs the recovery and re-subscribes.

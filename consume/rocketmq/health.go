@@ -110,7 +110,11 @@ func (b *Backend) probeLoop() {
 		case <-b.kick:
 		}
 		lost := wasReady && b.probe.conn.GetState() != connectivity.Ready
-		ctx, cancel := context.WithTimeout(context.Background(), min(b.cfg.ProbeInterval, b.cfg.PublishTimeout))
+		// A probe has as long as a publish: a proxy that answers within
+		// PublishTimeout serves sends, so declaring it down sooner would
+		// refuse requests it could take (a 500 ms bound, with the probe
+		// interval, did so on a loaded machine).
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.PublishTimeout)
 		err := b.probe.check(ctx)
 		cancel()
 		wasReady = b.probe.conn.GetState() == connectivity.Ready

@@ -52,6 +52,8 @@ type App struct {
 	ln       net.Listener
 	done     chan struct{}                        // closed when the HTTP server has stopped serving
 	after    func(time.Duration) <-chan time.Time // a seam for tests; time.After otherwise
+
+	adminFallback string // Options.AdminFallback
 }
 
 // Options tune New beyond the config file.
@@ -62,6 +64,9 @@ type Options struct {
 	GatewayObserver  gateway.Observer
 	ConsumerObserver consume.Observer
 	UpstreamObserver upstream.Observer
+	// AdminFallback is where the admin API listens when admin.listen is
+	// taken. Empty means nowhere: Start fails.
+	AdminFallback string
 }
 
 // New builds every part of the process from cfg without starting any.
@@ -74,7 +79,7 @@ func New(cfg *config.File, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{logger: logger, cfg: cfg, done: make(chan struct{}), after: time.After}
+	a := &App{logger: logger, cfg: cfg, done: make(chan struct{}), after: time.After, adminFallback: opts.AdminFallback}
 	a.Table = policy.NewTable(quotas)
 	pacer := a.newLimits(cfg)
 	backend, err := newBackend(cfg, logger)

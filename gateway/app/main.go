@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
@@ -41,7 +43,7 @@ func Main(ctx context.Context, o MainOptions) error {
 		return err
 	}
 	defer stopDemo()
-	a, err := New(cfg, Options{Logger: o.Logger})
+	a, err := New(cfg, Options{Logger: o.Logger, AdminFallback: adminFallback(o)})
 	if err != nil {
 		return err
 	}
@@ -49,7 +51,7 @@ func Main(ctx context.Context, o MainOptions) error {
 		return err
 	}
 	if o.ConfigPath == "" {
-		printDemo(o.Stdout, a.URL(), cfg.Tenants[0].Keys[0])
+		printDemo(o.Stdout, a.URL(), cfg.Tenants[0].Keys[0], a.AdminURL(), cfg.Admin.Token)
 	}
 	for {
 		select {
@@ -97,9 +99,11 @@ func loadConfig(ctx context.Context, o MainOptions) (*config.File, func(), error
 	}
 	key := o.DemoKey
 	if key == "" {
-		key = randomKey()
+		key = "sk-demo-" + randomHex()
 	}
-	cfg, err := config.Parse([]byte(demoConfig(simURL, key)))
+	// The admin API is on, with a token of its own; PACEGATE_ADMIN_TOKEN,
+	// applied below, wins (set empty, it switches the admin API off).
+	cfg, err := config.Parse([]byte(demoConfig(simURL, key, randomHex())))
 	if err == nil {
 		err = cfg.ApplyEnv(o.Lookup)
 	}
@@ -114,9 +118,10 @@ func loadConfig(ctx context.Context, o MainOptions) (*config.File, func(), error
 // DemoModel is the model the demo mode's simulated upstream serves.
 const DemoModel = "sim-model"
 
-func demoConfig(simURL, key string) string {
+func demoConfig(simURL, key, adminToken string) string {
 	// No shutdown delay: no load balancer routes to a demo.
 	return fmt.Sprintf(`listen: "127.0.0.1:8080"
+admin: {listen: "127.0.0.1:9090", token: %q}
 server: {shutdown_delay: 0s}
 upstreams:
   - url: %q
@@ -124,7 +129,22 @@ defaults: {rpm: 600, tpm: 1000000, burst: 60, rate: 5, backlog: 1000, max_wait: 
 tenants:
   - id: demo
     keys: [%q]
-`, simURL, key)
+`, adminToken, simURL, key)
+}
+
+// adminFallback is where a demo's admin API listens when its usual
+// address is taken (9090 is also Prometheus's port): any free loopback
+// port, which the banner prints. An address chosen explicitly
+// (PACEGATE_ADMIN_LISTEN, or a config file) has none: it is used or the
+// start fails.
+func adminFallback(o MainOptions) string {
+	if o.ConfigPath != "" {
+		return ""
+	}
+	if _, set := o.Lookup(config.EnvAdminListen); set {
+		return ""
+	}
+	return "127.0.0.1:0"
 }
 
 // startDemoSim serves the simulated vLLM on an ephemeral loopback port.
@@ -150,14 +170,21 @@ func startDemoSim(ctx context.Context) (string, func(), error) {
 	return "http://" + ln.Addr().String(), stop, nil
 }
 
-func randomKey() string {
+// randomHex is 96 random bits in hex: a demo's API key and admin token.
+func randomHex() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux
-	return "sk-demo-" + hex.EncodeToString(b)
+	return hex.EncodeToString(b)
 }
 
-func printDemo(w io.Writer, url, key string) {
-	fmt.Fprintf(w, `
+// printDemo prints the demo's banner: where it runs, its API key, a
+// request to try, and, when the admin API is on (adminBase is its base
+// URL, not empty), the bucket matrix page's address with the admin token
+// in its fragment (which the browser never sends; the page keeps it in
+// the tab) and an admin API call to try.
+func printDemo(w io.Writer, url, key, adminBase, adminToken string) {
+	var b strings.Builder // one write: a reader never sees half a banner
+	fmt.Fprintf(&b, `
 pacegate is running in demo mode on %[1]s (simulated model %[3]q).
 API key: %[2]s
 
@@ -166,4 +193,20 @@ API key: %[2]s
     -d '{"model":"%[3]s","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}'
 
 `, url, key, DemoModel)
+	if adminBase != "" {
+		fmt.Fprintf(&b, `Bucket matrix: %[1]s/admin/ui#token=%[2]s
+Admin token: %[3]s
+
+  curl %[1]s/admin/buckets -H "Authorization: Bearer %[3]s"
+
+`, adminBase, fragmentEscape(adminToken), adminToken)
+	}
+	_, _ = io.WriteString(w, b.String())
+}
+
+// fragmentEscape escapes s so that the page's decodeURIComponent gets s
+// back whatever it holds: percent-escapes only, since QueryEscape's + for
+// a space is not one it decodes.
+func fragmentEscape(s string) string {
+	return strings.ReplaceAll(neturl.QueryEscape(s), "+", "%20")
 }

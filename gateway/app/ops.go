@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/pacegate/pacegate/consume/fairshare"
@@ -91,7 +92,7 @@ func (a *App) startOps(ctx context.Context) error {
 		a.logger.Info("admin API off: no admin.token or PACEGATE_ADMIN_TOKEN configured (metrics and the matrix page are served only on the admin listener)")
 		return nil
 	}
-	ln, err := net.Listen("tcp", cfg.Admin.Listen)
+	ln, err := a.listenAdmin(cfg.Admin.Listen)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (a *App) startOps(ctx context.Context) error {
 	a.ops = ops{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn)}, ln: ln, done: make(chan struct{})}
 	go a.ops.serve(a.logger)
-	a.logger.Info("admin API listening", "addr", ln.Addr().String(), "ui", "http://"+ln.Addr().String()+"/admin/ui")
+	a.logger.Info("admin API listening", "addr", ln.Addr().String(), "ui", a.AdminURL()+"/admin/ui")
 	return nil
 }
 
@@ -118,6 +119,34 @@ func (a *App) AdminAddr() string {
 		return ""
 	}
 	return a.ops.ln.Addr().String()
+}
+
+// AdminURL is the admin listener's base URL, or "" when it is off. A
+// listener on every interface is reached through loopback.
+func (a *App) AdminURL() string {
+	addr := a.AdminAddr()
+	if addr == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// listenAdmin listens on addr or, when it is taken and a fallback is
+// set (a demo), on the fallback.
+func (a *App) listenAdmin(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil || a.adminFallback == "" || !errors.Is(err, syscall.EADDRINUSE) {
+		return ln, err
+	}
+	a.logger.Warn("admin address in use; the admin API listens on a free port instead", "addr", addr, "fallback", a.adminFallback)
+	return net.Listen("tcp", a.adminFallback)
 }
 
 // stopOps stops the loop and the admin server. It runs last in Shutdown,

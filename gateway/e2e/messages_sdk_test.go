@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aopt "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -113,5 +114,71 @@ func TestSDKMessagesRateLimitAndAuth(t *testing.T) {
 	_, err = anthropicClient(s, "sk-nobody").Messages.New(t.Context(), messageParams("hi", 1))
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 || apiErr.Type() != "authentication_error" {
 		t.Errorf("unknown key: %v, want 401 authentication_error", err)
+	}
+}
+
+// anthropic-sdk-go finds the request id where Anthropic sends it
+// (request-id, the same id as X-Request-Id) on a success and on an
+// error, and Anthropic's rate-limit headers replace OpenAI's on the
+// success and on the 429: the limit, what remains, and the end of the
+// calendar minute as an RFC 3339 timestamp.
+func TestSDKMessagesRequestIDAndRateLimitHeaders(t *testing.T) {
+	s := startStack(t, "\ndefaults: {rpm: 60, tpm: 100000, burst: 1}\n"+tenantsYAML, newSim(t, fastSim()))
+	c := anthropicClient(s, "sk-alice")
+	var resp *http.Response
+	before := time.Now()
+	if _, err := c.Messages.New(t.Context(), messageParams("hi", 1), aopt.WithResponseInto(&resp)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Messages.New(t.Context(), messageParams("hi", 1)) // the burst of 1 is spent
+	after := time.Now()
+	first := resp.Header
+	if id := first.Get("request-id"); id == "" || id != first.Get("X-Request-Id") {
+		t.Errorf("success: request-id %q, X-Request-Id %q; want the same id", id, first.Get("X-Request-Id"))
+	}
+	reset := first.Get("anthropic-ratelimit-requests-reset")
+	if next := minuteAfter(before, after); reset != next[0] && reset != next[1] {
+		t.Errorf("requests reset %q, want the next minute %q", reset, next)
+	}
+	expectHeaders(t, "success", first, map[string]string{
+		"anthropic-ratelimit-requests-limit": "60", "anthropic-ratelimit-requests-remaining": "59",
+		"anthropic-ratelimit-tokens-limit": "100000", "anthropic-ratelimit-tokens-reset": reset,
+		"x-ratelimit-limit-requests": "", "x-ratelimit-remaining-tokens": "",
+	})
+
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Type() != "rate_limit_error" {
+		t.Fatalf("second request: %v, want a 429 rate_limit_error", err)
+	}
+	h := apiErr.Response.Header
+	if apiErr.RequestID == "" || apiErr.RequestID != h.Get("X-Request-Id") || apiErr.RequestID == first.Get("request-id") {
+		t.Errorf("429: RequestID %q, X-Request-Id %q, first id %q; want its own id in both", apiErr.RequestID, h.Get("X-Request-Id"), first.Get("request-id"))
+	}
+	// A denial charges nothing: what remains is what the success left,
+	// unless the minute turned in between.
+	remaining := "59"
+	if h.Get("anthropic-ratelimit-requests-reset") != reset {
+		remaining = "60"
+	}
+	expectHeaders(t, "429", h, map[string]string{
+		"anthropic-ratelimit-requests-limit": "60", "anthropic-ratelimit-requests-remaining": remaining,
+		"anthropic-ratelimit-tokens-limit": "100000", "retry-after": "1",
+		"x-ratelimit-limit-requests": "", "x-ratelimit-reset-requests": "",
+	})
+}
+
+// minuteAfter is the start of the minute after before and after, as
+// RFC 3339 in UTC: what a reset at some instant between them must be.
+func minuteAfter(before, after time.Time) [2]string {
+	f := func(t time.Time) string { return t.UTC().Truncate(time.Minute).Add(time.Minute).Format(time.RFC3339) }
+	return [2]string{f(before), f(after)}
+}
+
+func expectHeaders(t *testing.T, what string, h http.Header, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got := h.Get(k); got != v {
+			t.Errorf("%s: %s = %q, want %q", what, k, got, v)
+		}
 	}
 }

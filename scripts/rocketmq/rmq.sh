@@ -236,6 +236,10 @@ enableMultiDispatch=true
 # LiteTopics per client than this, dispatch falls back to a full scan
 # every 10-25 s.
 maxClientEventCount=$RMQ_LITE_EVENT_CAP
+# A send may wait 1 s in the broker's send queue before it is refused with
+# "[TIMEOUT_CLEAN_QUEUE]broker busy" (a 429 to the client). The default,
+# 200 ms, refused sends of a 300-LiteTopic burst on a loaded 2-core machine.
+waitTimeMillsInSendQueue=1000
 EOF
 }
 
@@ -300,14 +304,31 @@ start_broker() {
 	wait_for broker "$RMQ_BROKER_NAME in clusterList" broker_in_cluster
 }
 
+# start_proxy starts the proxy and waits for it. The cluster-mode proxy
+# exits during startup when the broker is slow to answer its admin calls
+# (ProxyException "create system broadcast topic DefaultHeartBeatSyncerTopic
+# failed", seen on a loaded 2-core machine); as a supervisor would, it is
+# launched again, up to 3 times in all.
 start_proxy() {
-	if running proxy; then
-		log "start: proxy already running (pid $(<"$(pidfile proxy)"))"
-	else
-		check_port_free proxy "$RMQ_PROXY_PORT"
-		launch proxy "$RMQ_PROXY_HEAP" org.apache.rocketmq.proxy.ProxyStartup \
-			-pm cluster -pc "$CONF/rmq-proxy.json" -n "$NAMESRV_ADDR"
-	fi
+	local try
+	for try in 1 2 3; do
+		if running proxy; then
+			log "start: proxy already running (pid $(<"$(pidfile proxy)"))"
+		else
+			check_port_free proxy "$RMQ_PROXY_PORT"
+			launch proxy "$RMQ_PROXY_HEAP" org.apache.rocketmq.proxy.ProxyStartup \
+				-pm cluster -pc "$CONF/rmq-proxy.json" -n "$NAMESRV_ADDR"
+		fi
+		local deadline=$((SECONDS + RMQ_TIMEOUT))
+		until log_has proxy "rocketmq-proxy startup successfully" || ! running proxy || ((SECONDS >= deadline)); do
+			sleep 0.2
+		done
+		if running proxy || ((try == 3)); then
+			break
+		fi
+		log "start: proxy exited during startup ($(grep -m1 -o 'ProxyException: .*' "$LOGS/proxy.out" || echo 'see proxy.out')); launching it again"
+		cp "$LOGS/proxy.out" "$LOGS/proxy.out.$try"
+	done
 	wait_for proxy "'rocketmq-proxy startup successfully'" log_has proxy "rocketmq-proxy startup successfully"
 	wait_for proxy "gRPC port $RMQ_PROXY_PORT" port_open "$RMQ_PROXY_PORT"
 }
