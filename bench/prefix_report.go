@@ -141,10 +141,11 @@ func pfxReport(e *env, res *ScenarioResult, rs map[string]*pfxResult) {
 			fmt.Sprintf("%d of %d", k.errors, k.errors+k.completed), k.errors == 0)
 	}
 	if k := rs["prefix, a replica crashed midway"]; k != nil {
-		res.note("A replica crashed mid-run (its listener and every connection cut at once): %d of %d requests failed, %d of them "+
-			"mid-stream. A stream cut after its first byte cannot be retried (the client has its tokens; another replica would "+
-			"sample different ones), so each ends with an error event; every request that had not started streaming was retried "+
-			"on another replica, and the conversations re-homed.", k.errors, k.errors+k.completed, k.midStream)
+		res.note("A replica crashed mid-run (its listener and every connection cut at once): %d of %d requests failed, the "+
+			"streams it was serving: %d after their first token, the others after its response headers (vLLM and the "+
+			"simulator answer the headers at once). A response that has started cannot move to another replica (a stream's "+
+			"tokens would come from another sampling), so each ends with an error event; requests sent after the crash were "+
+			"retried before their first byte or routed elsewhere, and the conversations re-homed.", k.errors, k.errors+k.completed, k.midStream)
 	}
 	pfxPlot(e, res, rs)
 }
