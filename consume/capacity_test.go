@@ -113,18 +113,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // a free slot never idles behind a bucket that went away.
 func TestUnclaimedGrantMovesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &wakeableBackend{fakeBackend{min: time.Millisecond}}
-		r := newRigOn(b, nil, CapacityFair)
-		r.up.limit = 1
-		release := make(chan struct{})
-		streamTokens(r.up, nil, 0, release)
-		first, p := r.submit(context.Background(), "a")
-		drain(p)
-		r.c.Handle(context.Background(), first)
-		for _, tenant := range []string{"b", "c"} { // both wait; neither is dispatched here
-			d, _ := r.submit(context.Background(), tenant)
-			r.c.Handle(context.Background(), d)
-		}
+		r, b, release, _, _ := inLine(t, "b", "c") // both wait; neither is dispatched here
 		close(release)
 		synctest.Wait()
 		if got := b.wokenList(); !slices.Equal(got, []string{"b__m"}) {

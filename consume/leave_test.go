@@ -13,19 +13,9 @@ import (
 // that frees goes to the next bucket, not to a bucket with nothing to run.
 func TestWaitersThatLeaveLeaveTheWaitSet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &wakeableBackend{fakeBackend{min: time.Millisecond}}
-		r := newRigOn(b, nil, CapacityFair)
-		r.up.limit = 1
-		release := make(chan struct{})
-		streamTokens(r.up, nil, 0, release)
-		first, p := r.submit(context.Background(), "a")
-		drain(p)
-		r.c.Handle(context.Background(), first)
-		db, pb := r.submit(context.Background(), "b")
-		r.c.Handle(context.Background(), db) // b waits
-		dc, _ := r.submit(context.Background(), "c")
-		r.c.Handle(context.Background(), dc) // c waits, behind b
-		r.q.Finish(pb)                       // b's client leaves
+		r, b, release, ds, ps := inLine(t, "b", "c")
+		dc, pb := ds[1], ps[0]
+		r.q.Finish(pb) // b's client leaves
 		if r.c.Fairness().Waits(pb.Req.Key) {
 			t.Fatal("b still in the wait set after its only request left")
 		}
@@ -45,18 +35,8 @@ func TestWaitersThatLeaveLeaveTheWaitSet(t *testing.T) {
 // once and granted to the next bucket, not held for the grant's hold.
 func TestGrantToABucketThatLeftMovesOnAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &wakeableBackend{fakeBackend{min: time.Millisecond}}
-		r := newRigOn(b, nil, CapacityFair)
-		r.up.limit = 1
-		release := make(chan struct{})
-		streamTokens(r.up, nil, 0, release)
-		first, p := r.submit(context.Background(), "a")
-		drain(p)
-		r.c.Handle(context.Background(), first)
-		db, pb := r.submit(context.Background(), "b")
-		r.c.Handle(context.Background(), db)
-		dc, _ := r.submit(context.Background(), "c")
-		r.c.Handle(context.Background(), dc)
+		r, b, release, ds, ps := inLine(t, "b", "c")
+		dc, pb := ds[1], ps[0]
 		close(release)
 		synctest.Wait()
 		if got := b.wokenList(); !slices.Equal(got, []string{"b__m"}) {
@@ -73,4 +53,27 @@ func TestGrantToABucketThatLeftMovesOnAtOnce(t *testing.T) {
 		}
 		r.c.Close(context.Background())
 	})
+}
+
+// inLine is a fair-mode rig on a wakeable backend whose pool has one
+// slot, held by tenant a's stream until release is closed, with one
+// request of each of tenants delivered and waiting for it, in order.
+func inLine(t *testing.T, tenants ...string) (*rig, *wakeableBackend, chan struct{}, []*Delivery, []*Pending) {
+	t.Helper()
+	b := &wakeableBackend{fakeBackend{min: time.Millisecond}}
+	r := newRigOn(b, nil, CapacityFair)
+	r.up.limit = 1
+	release := make(chan struct{})
+	streamTokens(r.up, nil, 0, release)
+	first, p := r.submit(context.Background(), "a")
+	drain(p)
+	r.c.Handle(context.Background(), first)
+	var ds []*Delivery
+	var ps []*Pending
+	for _, tenant := range tenants {
+		d, p := r.submit(context.Background(), tenant)
+		r.c.Handle(context.Background(), d) // waits for the slot
+		ds, ps = append(ds, d), append(ps, p)
+	}
+	return r, b, release, ds, ps
 }
