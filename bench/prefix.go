@@ -253,14 +253,17 @@ func pfxGateway(ctx context.Context, upstreams []string, policy string) (*pacega
 	return g, g.waitReady(ctx)
 }
 
+// pfxUpstreamsEnv names the replicas started by hand, comma-separated.
+const pfxUpstreamsEnv = "PACEGATE_BENCH_PREFIX_UPSTREAMS"
+
 // pfxUpstreams are the replicas: PACEGATE_BENCH_PREFIX_UPSTREAMS (four
 // URLs of servers started by hand, e.g. another simulator) or four
 // vllmsims of pfxSim started here (closed by the returned func).
 func pfxUpstreams() (urls []string, sims []*upstreamSim, external bool, err error) {
-	if v := os.Getenv("PACEGATE_BENCH_PREFIX_UPSTREAMS"); v != "" {
+	if v := os.Getenv(pfxUpstreamsEnv); v != "" {
 		urls = strings.Split(v, ",")
 		if len(urls) != pfxReplicas {
-			return nil, nil, true, fmt.Errorf("PACEGATE_BENCH_PREFIX_UPSTREAMS: want %d URLs, got %d", pfxReplicas, len(urls))
+			return nil, nil, true, fmt.Errorf("%s: want %d URLs, got %d", pfxUpstreamsEnv, pfxReplicas, len(urls))
 		}
 		return urls, nil, true, nil
 	}

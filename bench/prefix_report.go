@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -13,13 +14,17 @@ import (
 
 func runPrefix(ctx context.Context, e *env, res *ScenarioResult) error {
 	d := time.Duration(e.pick(20, 45)) * time.Second
-	res.Setup = fmt.Sprintf("%d replicas of vllmsim with a prefix cache of %d tokens each (16-token blocks, LRU), TTFT 10 ms + 0.2 ms "+
-		"per uncached prompt token, ITL 5 ms, max-num-seqs 16, time factor under load 2. %d concurrent multi-turn conversations "+
+	replicas := fmt.Sprintf("%d replicas of vllmsim with a prefix cache of %d tokens each (16-token blocks, LRU), TTFT 10 ms + 0.2 ms "+
+		"per uncached prompt token, ITL 5 ms, max-num-seqs 16, time factor under load 2", pfxReplicas, pfxCacheTokens)
+	if v := os.Getenv(pfxUpstreamsEnv); v != "" {
+		replicas = fmt.Sprintf("%d replicas started by hand (%s: %s)", pfxReplicas, pfxUpstreamsEnv, v)
+	}
+	res.Setup = fmt.Sprintf("%s. %d concurrent multi-turn conversations "+
 		"(one tenant each), each with its own %d-word system prompt, %d turns of %d new words, %d output tokens on average "+
 		"(16 to 48: answers of one length put the closed loop in lockstep), streamed; a "+
 		"conversation that ends starts a new one. %s per case. pacegate at its defaults (no max_concurrency, no fairness "+
 		"settings) with routing.policy as named; the hit ratio is cached over prompt tokens as the replicas reported them in usage.",
-		pfxReplicas, pfxCacheTokens, pfxWorkers, pfxSystemWords, pfxTurns, pfxTurnWords, pfxMaxTokens, d)
+		replicas, pfxWorkers, pfxSystemWords, pfxTurns, pfxTurnWords, pfxMaxTokens, d)
 	res.Baseline = "the perfect partition: each replica serves its own 8 conversations, sent to it directly (no gateway); and " +
 		"routing.policy least_outstanding, pacegate's routing before this scenario, in the same run."
 	cases := []struct {

@@ -108,6 +108,59 @@ func TestRouteSkipsAnUpstreamAtItsLimit(t *testing.T) {
 	}
 }
 
+// learnedAt makes every upstream of p read its metrics with its learned
+// limit at limit.
+func (p *Pool) learnedAt(limit int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, u := range p.ups {
+		u.metricsOK, u.learn.limit = true, limit
+	}
+}
+
+func TestRouteTakesTheHolderPastItsLearnedLimit(t *testing.T) {
+	cases := []struct {
+		name     string
+		maxConc  int // 0: no hard cap
+		to       int
+		decision string
+	}{
+		{"learned limit only: the holder takes it, within the load bound", 0, 0, DecisionPrefix},
+		{"max_concurrency is a hard cap: the next best", 2, 2, DecisionLoad},
+	}
+	for _, c := range cases {
+		p := routePool(t, 3, c.maxConc, 1<<20)
+		p.learnedAt(2)
+		p.index.Record(0, *chainOf(blocks(1, 2, 3)))
+		// 5 in flight over 3: the bound is 1.25 × 5/3 + 1 = 3.08, so
+		// upstream 0 may run a third; its learned limit is 2.
+		p.setLoad(2, 2, 1)
+		if to, d, _ := routeFrom(p, 2, blocks(1, 2, 3, 4)); to != c.to || d != c.decision {
+			t.Errorf("%s: went to %d (%s), want %d (%s)", c.name, to, d, c.to, c.decision)
+		}
+	}
+}
+
+func TestRouteKeepsOthersWithinTheirLearnedLimits(t *testing.T) {
+	p := routePool(t, 2, 0, 1<<20)
+	p.learnedAt(8)
+	p.mu.Lock()
+	p.ups[0].learn.limit = 2
+	p.mu.Unlock()
+	p.index.Record(0, *chainOf(blocks(1, 2)))
+	// Upstream 0 runs 2 of its learned 2, upstream 1 runs 3 besides the
+	// routed request: by load 0 is better, but only a holder may pass
+	// its learned limit.
+	p.setLoad(2, 4)
+	if to, d, _ := routeFrom(p, 1, blocks(7, 8)); to != 1 || d != DecisionMiss {
+		t.Fatalf("a miss went to %d (%s); want 1 (miss)", to, d)
+	}
+	p.setLoad(2, 4)
+	if to, d, _ := routeFrom(p, 1, blocks(1, 2, 7)); to != 0 || d != DecisionPrefix {
+		t.Fatalf("a follow-up went to %d (%s); want 0 (prefix)", to, d)
+	}
+}
+
 func TestRouteFollowsTheConversation(t *testing.T) {
 	p := routePool(t, 4, 8, 1<<20)
 	first, _, _ := routeFrom(p, 3, blocks(10, 11))
