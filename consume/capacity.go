@@ -365,8 +365,7 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 			*models = without(*models, k.Model)
 			continue
 		}
-		c.sched.Grant(k)
-		c.sched.Hold(k, time.Now())
+		c.sched.GrantHold(k, time.Now())
 		c.hand(k, s)
 		return k, true
 	}

@@ -80,10 +80,14 @@ func TestDefaultMixedLengths(t *testing.T) {
 	}
 }
 
-// Weights 1 : 2 : 4, all backlogged: each within 5 % of its share.
+// Weights 1 : 2 : 4, all backlogged: each within 5 % of its share. The
+// scheduler's lag behind the exact shares is bounded in tokens, not in
+// time (up to about 1,600 of w1's, six of its requests, depending on the
+// order of simultaneous events): over 180 s that was up to 6 % of w1's
+// share, over 560 s it is under 2.5 %.
 func TestDefaultWeights(t *testing.T) {
 	tenants := []simTenant{{"w1", 1, 1, 12, 256, 0}, {"w2", 2, 1, 12, 256, 0}, {"w4", 4, 1, 12, 256, 0}}
-	res := simRun(t, defaultPool, tenants, 10*time.Second, 190*time.Second)
+	res := simRun(t, defaultPool, tenants, 10*time.Second, 570*time.Second)
 	total := poolTokens(res)
 	for _, tn := range tenants {
 		want := float64(total) * tn.weight / 7

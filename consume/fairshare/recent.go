@@ -185,7 +185,5 @@ func (s *Scheduler) forgettable(f *flow) bool {
 // drop deletes f. Requires mu held.
 func (s *Scheduler) drop(f *flow) {
 	delete(s.flows, f.key)
-	if m := s.models[f.key.Model]; m != nil {
-		delete(m.members, f)
-	}
+	delete(f.m.members, f)
 }

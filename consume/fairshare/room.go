@@ -55,7 +55,7 @@ func (s *Scheduler) Access(k policy.Key, band, running, total, headroom int, now
 		return AccessHeadroom
 	}
 	if f == nil { // a bucket new to the model, of weight 1 until it joins
-		f = &flow{key: k, band: max(band, 0), weight: 1, hidx: -1}
+		f = &flow{key: k, m: m, band: max(band, 0), weight: 1, hidx: -1}
 	}
 	if band < 0 {
 		band = f.band

@@ -55,6 +55,7 @@ type model struct {
 // flow is one bucket as the scheduler sees it.
 type flow struct {
 	key     policy.Key
+	m       *model // its model's state (models are never forgotten)
 	band    int
 	weight  float64
 	counter float64 // weighted service: the ordering key
@@ -114,9 +115,9 @@ func (s *Scheduler) model(name string) *model {
 func (s *Scheduler) flow(k policy.Key) *flow {
 	f := s.flows[k]
 	if f == nil {
-		f = &flow{key: k, band: 1, weight: 1, hidx: -1}
+		f = &flow{key: k, m: s.model(k.Model), band: 1, weight: 1, hidx: -1}
 		s.flows[k] = f
-		s.model(k.Model).members[f] = struct{}{}
+		f.m.members[f] = struct{}{}
 	}
 	return f
 }
@@ -144,12 +145,12 @@ func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) 
 	defer s.mu.Unlock()
 	f := s.flow(k)
 	f.waitedAt = now.UnixNano()
-	s.model(k.Model).version++
+	f.m.version++
 	s.see(f, now.UnixNano())
 	if f.hidx >= 0 {
 		return false
 	}
-	m := s.model(k.Model)
+	m := f.m
 	s.expire(m, now.UnixNano())
 	s.sweep(now.UnixNano())
 	m.seen[band] = now.UnixNano()
@@ -179,7 +180,7 @@ func (s *Scheduler) Rejoin(k policy.Key) bool {
 	}
 	s.seq++
 	f.seq = s.seq
-	m := s.model(k.Model)
+	m := f.m
 	m.leave(f)
 	m.heaps[f.band].push(f)
 	m.enter(f)
@@ -198,7 +199,7 @@ func (s *Scheduler) Compete(k policy.Key, weight float64, now time.Time) {
 	f := s.flow(k)
 	f.weight = weight
 	f.waitedAt = now.UnixNano()
-	s.model(k.Model).version++
+	f.m.version++
 }
 
 // Leave takes k out of its wait set (its request went away). The bucket
@@ -210,7 +211,7 @@ func (s *Scheduler) Leave(k policy.Key) {
 	if f == nil || f.hidx < 0 {
 		return
 	}
-	m := s.models[k.Model]
+	m := f.m
 	m.leave(f)
 	m.heaps[f.band].remove(f.hidx)
 	m.enter(f)
@@ -294,13 +295,32 @@ func (s *Scheduler) Grant(k policy.Key) bool {
 	if f == nil || f.hidx < 0 {
 		return false
 	}
-	m := s.models[k.Model]
+	s.grant(f)
+	return true
+}
+
+// GrantHold is Grant and then Hold, under one lock: how a gate hands a
+// waiting bucket the slot it took for it.
+func (s *Scheduler) GrantHold(k policy.Key, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flows[k]
+	if f == nil || f.hidx < 0 {
+		return false
+	}
+	s.grant(f)
+	s.hold(f, now)
+	return true
+}
+
+// grant requires mu held and f waiting.
+func (s *Scheduler) grant(f *flow) {
+	m := f.m
 	m.leave(f)
 	m.heaps[f.band].remove(f.hidx)
 	m.enter(f)
 	m.floor[f.band] = max(m.floor[f.band], f.counter)
 	m.grants[f.band]++
-	return true
 }
 
 // Hold records that a slot was taken for k that its next Start will use:
@@ -313,8 +333,12 @@ func (s *Scheduler) Grant(k policy.Key) bool {
 func (s *Scheduler) Hold(k policy.Key, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := s.flow(k)
-	m := s.model(k.Model)
+	s.hold(s.flow(k), now)
+}
+
+// hold requires mu held.
+func (s *Scheduler) hold(f *flow, now time.Time) {
+	m := f.m
 	m.leave(f)
 	f.held++
 	m.enter(f)
@@ -325,7 +349,7 @@ func (s *Scheduler) Hold(k policy.Key, now time.Time) {
 // unhold gives back one hold of f and what it was charged. Requires mu
 // held, and f.held > 0.
 func (s *Scheduler) unhold(f *flow, now time.Time) {
-	m := s.models[f.key.Model]
+	m := f.m
 	back := f.heldCharge / float64(f.held)
 	m.leave(f)
 	f.held--
@@ -357,7 +381,7 @@ func (s *Scheduler) Start(k policy.Key, cost float64, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.flow(k)
-	m := s.model(k.Model)
+	m := f.m
 	if f.held > 0 {
 		s.unhold(f, now)
 	}
@@ -419,9 +443,7 @@ func (s *Scheduler) charge(f *flow, tokens float64, now time.Time) {
 		return
 	}
 	v := tokens / f.weight
-	if m := s.models[f.key.Model]; m != nil {
-		m.version++
-	}
+	f.m.version++
 	f.counter = max(f.counter+v, 0)
 	f.decay(now.UnixNano(), s.halfLife)
 	f.recent = max(f.recent+v, 0)
@@ -433,7 +455,7 @@ func (s *Scheduler) Done(k policy.Key, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f := s.flows[k]; f != nil {
-		m := s.models[k.Model]
+		m := f.m
 		m.leave(f)
 		f.running = max(f.running-1, 0)
 		s.see(f, now.UnixNano()) // before enter: recent from now
@@ -448,7 +470,7 @@ func (s *Scheduler) Done(k policy.Key, now time.Time) {
 // mu held.
 func (s *Scheduler) fix(f *flow) {
 	if f.hidx >= 0 {
-		s.models[f.key.Model].heaps[f.band].fix(f.hidx)
+		f.m.heaps[f.band].fix(f.hidx)
 	}
 }
 
@@ -463,7 +485,7 @@ func (s *Scheduler) forget(f *flow) {
 	if !s.forgettable(f) {
 		return
 	}
-	if m := s.models[f.key.Model]; m == nil || f.counter <= m.floor[f.band] {
+	if f.counter <= f.m.floor[f.band] {
 		s.drop(f)
 		return
 	}
