@@ -32,6 +32,14 @@ const (
 	// each probe can leave one request waiting at the server for two
 	// readings.
 	probeAfter = 8
+	// probeMax bounds the wait between probes. Each probe that finds the
+	// server full doubles the wait, up to this many readings (16 s at the
+	// default interval): a server whose room is fixed (its
+	// --max-num-seqs) would otherwise make one request in every few
+	// seconds wait in its queue, and the request sent on a probe is most
+	// often a short one of a light tenant (they make most of the
+	// arrivals), whose first token that wait would delay many times over.
+	probeMax = 64
 )
 
 // learner finds how many requests one vLLM server runs before it starts
@@ -50,9 +58,12 @@ const (
 // the limit (ours alone may count a request the server has finished and
 // we have not yet seen end), the limit grows: by half until the first
 // time the server queued, by one afterwards, and then only after
-// probeAfter readings without a queue. So it settles where the server is
-// full and probes above it now and then, only while the cache has room,
-// and a probe that overshoots costs one reading.
+// probeAfter readings without a queue, twice as many after each probe
+// that found the server full (up to probeMax), probeAfter again after one
+// the server ran without a queue. So it settles where the server is full
+// and probes above it now and then, less and less often while the room
+// stays where it was, only while the cache has room, and a probe that
+// overshoots costs one reading.
 type learner struct {
 	limit     int // the learned limit, in [1, ceiling]
 	ceiling   int // MaxConcurrency when set, else learnCeiling
@@ -60,19 +71,27 @@ type learner struct {
 	saturated bool // the server has queued since the limit was set
 	waited    bool // the previous reading had requests waiting
 	calm      int  // readings without a queue since the last one with
+	probeWait int  // calm readings before the next probe: probeAfter to probeMax
 	grew      bool // the limit grew at the previous reading
 }
 
 func newLearner(ceiling int, kvMax float64) learner {
-	return learner{limit: min(learnStart, ceiling), ceiling: ceiling, kvMax: kvMax}
+	return learner{limit: min(learnStart, ceiling), ceiling: ceiling, kvMax: kvMax, probeWait: probeAfter}
 }
 
 // observe applies one reading g, taken while inFlight of our requests
 // ran on the server, and reports whether the limit grew.
 func (l *learner) observe(g vllmmetrics.Gauges, inFlight int) (grew bool) {
 	waiting := g.Waiting > 0
+	probed := l.grew && l.saturated
 	queued := waiting && (l.waited || l.grew)
 	l.waited, l.grew = waiting, false
+	switch {
+	case probed && queued: // the server was full: probe less often
+		l.probeWait = min(2*l.probeWait, probeMax)
+	case probed && !waiting && int(g.Running) >= l.limit: // it had room
+		l.probeWait = probeAfter
+	}
 	if queued {
 		l.saturated, l.calm = true, 0
 		ours := inFlight - int(g.Waiting)
@@ -85,7 +104,7 @@ func (l *learner) observe(g vllmmetrics.Gauges, inFlight int) (grew bool) {
 	}
 	step := max(l.limit/2, 1)
 	if l.saturated {
-		if l.calm < probeAfter {
+		if l.calm < l.probeWait {
 			return false
 		}
 		step, l.calm = 1, 0

@@ -54,6 +54,44 @@ func TestLearnerSteps(t *testing.T) {
 	}
 }
 
+// TestLearnerProbesLessOftenWhileTheRoomHolds: a server that runs 10 and
+// queues the 11th. Each probe that finds it full doubles the calm
+// readings before the next, up to probeMax; a probe it runs without a
+// queue brings the wait back to probeAfter.
+func TestLearnerProbesLessOftenWhileTheRoomHolds(t *testing.T) {
+	l := newLearner(learnCeiling, DefaultKVThreshold)
+	l.limit, l.saturated = 10, true
+	full := vllmmetrics.Gauges{Running: 10, KVCache: 0.5}
+	// calmUntilProbe feeds readings of a full server until the limit
+	// probes above 10, and counts them.
+	calmUntilProbe := func() int {
+		for n := 1; n <= 1000; n++ {
+			if l.observe(full, l.limit) {
+				return n
+			}
+		}
+		t.Fatal("no probe in 1000 readings")
+		return 0
+	}
+	for i, want := range []int{8, 16, 32, 64, 64} {
+		if got := calmUntilProbe(); got != want || l.limit != 11 {
+			t.Fatalf("probe %d after %d readings (limit %d), want after %d (limit 11)", i, got, l.limit, want)
+		}
+		// Right after it: one of ours waits at the server.
+		l.observe(vllmmetrics.Gauges{Running: 10, Waiting: 1, KVCache: 0.5}, 11)
+		if l.limit != 10 {
+			t.Fatalf("probe %d overshot: limit %d, want 10", i, l.limit)
+		}
+	}
+	// The server's room grew: the next probe runs without a queue.
+	calmUntilProbe()
+	l.observe(vllmmetrics.Gauges{Running: 11, KVCache: 0.5}, 11)
+	full.Running = 11
+	if got := 1 + calmUntilProbe(); got != probeAfter || l.limit != 12 { // 1: the reading that found room
+		t.Fatalf("after a probe that held: the next after %d readings (limit %d), want %d (limit 12)", got, l.limit, probeAfter)
+	}
+}
+
 // TestLearnerCeiling: MaxConcurrency caps the learned limit.
 func TestLearnerCeiling(t *testing.T) {
 	l := newLearner(10, DefaultKVThreshold)
