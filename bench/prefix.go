@@ -51,7 +51,8 @@ type pfxTurn struct {
 type pfxResult struct {
 	name      string
 	turns     []pfxTurn
-	perUp     []float64 // requests routed to each replica (through the gateway)
+	perUp     []float64         // requests routed to each replica (through the gateway)
+	decisions map[string]uint64 // routing decisions (upstream.Decision*), through the gateway
 	errors    int
 	midStream int // errors after the first token
 	completed int

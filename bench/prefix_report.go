@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pacegate/pacegate/consume/upstream"
 )
 
 func runPrefix(ctx context.Context, e *env, res *ScenarioResult) error {
@@ -77,7 +79,7 @@ func pfxCase(ctx context.Context, name string, salt uint64, d time.Duration, pol
 		return nil, "", err
 	}
 	defer gw.stop()
-	before := routedPerUpstream(gw)
+	before, beforeBy := routedPerUpstream(gw)
 	var midway func()
 	switch {
 	case kill && strings.Contains(name, "drained"):
@@ -86,29 +88,42 @@ func pfxCase(ctx context.Context, name string, salt uint64, d time.Duration, pol
 		midway = func() { sims[0].Close() } // cuts its streams too
 	}
 	r := pfxRun(ctx, name, salt, d, shared, func(int) string { return chatURL(gw.URL()) }, midway)
-	after := routedPerUpstream(gw)
+	after, afterBy := routedPerUpstream(gw)
 	for i := range after {
 		r.perUp = append(r.perUp, after[i]-before[i])
+	}
+	r.decisions = map[string]uint64{}
+	for d, n := range afterBy {
+		r.decisions[d] = n - beforeBy[d]
 	}
 	return r, "", nil
 }
 
 // routedPerUpstream is the requests the gateway has routed to each
-// upstream.
-func routedPerUpstream(gw *pacegate) []float64 {
-	var out []float64
+// upstream, and to all of them by routing decision.
+func routedPerUpstream(gw *pacegate) (perUp []float64, byDecision map[string]uint64) {
+	byDecision = map[string]uint64{}
 	for _, u := range gw.Pool.Stats() {
 		n := 0.0
-		for _, v := range u.Routed {
+		for d, v := range u.Routed {
 			n += float64(v)
+			byDecision[d] += v
 		}
-		out = append(out, n)
+		perUp = append(perUp, n)
 	}
-	return out
+	return perUp, byDecision
+}
+
+// decisionsCell is a case's routing decisions, prefix / miss / load.
+func decisionsCell(r *pfxResult) string {
+	if r.decisions == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%d / %d / %d", r.decisions[upstream.DecisionPrefix], r.decisions[upstream.DecisionMiss], r.decisions[upstream.DecisionLoad])
 }
 
 func pfxReport(e *env, res *ScenarioResult, rs map[string]*pfxResult) {
-	t := Table{Title: "per case", Header: []string{"case", "completed", "errors", "hit ratio", "follow-up TTFT p50 (ms)", "p99 (ms)", "requests per replica (max/mean)"}}
+	t := Table{Title: "per case", Header: []string{"case", "completed", "errors", "hit ratio", "follow-up TTFT p50 (ms)", "p99 (ms)", "requests per replica (max/mean)", "decisions: prefix / miss / load"}}
 	for _, name := range []string{"partition", "least_outstanding", "prefix", "prefix, shared preamble", "prefix, a replica drained midway", "prefix, a replica crashed midway"} {
 		r, ok := rs[name]
 		if !ok {
@@ -119,12 +134,15 @@ func pfxReport(e *env, res *ScenarioResult, rs map[string]*pfxResult) {
 		if slices.Max(append(r.perUp, 0)) > 0 {
 			spread = fmt.Sprintf("%v (%s)", r.perUp, f2(maxOverMean(r.perUp)))
 		}
-		t.Rows = append(t.Rows, []string{name, fmt.Sprint(r.completed), fmt.Sprint(r.errors), f3(r.hitRatio()), f1(s.P50), f1(s.P99), spread})
+		t.Rows = append(t.Rows, []string{name, fmt.Sprint(r.completed), fmt.Sprint(r.errors), f3(r.hitRatio()), f1(s.P50), f1(s.P99), spread, decisionsCell(r)})
 		res.metric("hit_ratio_"+name, r.hitRatio())
 		res.metric("followup_ttft_p99_ms_"+name, s.P99)
 		res.metric("completed_"+name, float64(r.completed))
 	}
 	res.Tables = append(res.Tables, t)
+	res.note("Decisions, counted by the gateway: prefix = to the replica predicted to hold the longest prefix of the prompt; " +
+		"miss = no replica held any of it (a conversation's first turn), least loaded; load = a replica holding more of it was " +
+		"skipped, over the load bound or at its limit (a follow-up that prefills its prefix again elsewhere).")
 	part, lo, pfx := rs["partition"], rs["least_outstanding"], rs["prefix"]
 	if part == nil || lo == nil || pfx == nil {
 		return
