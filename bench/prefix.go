@@ -30,6 +30,10 @@ const (
 	pfxTurnWords   = 30
 	pfxMaxTokens   = 32    // the mean: each answer is 16 to 48 tokens
 	pfxCacheTokens = 12288 // per replica: its share of the conversations (8 of ~1,400 tokens) fits, all 32 do not
+	// pfxPauseMax bounds the pause before each follow-up turn in the
+	// cases with pauses: uniform in [0, pfxPauseMax), as a client's tool
+	// call or its reader takes.
+	pfxPauseMax = 500 * time.Millisecond
 )
 
 // pfxSim is the simulated replica: a per-token prefill cost that the
@@ -93,7 +97,10 @@ func words(seed uint64, n int) string {
 // until ctx ends, sending each turn to url(w) and recording it.
 // salt makes each case's prompts its own, so that replicas shared by
 // the cases (external ones) start each case without its prompts cached.
-func pfxConversation(ctx context.Context, c *http.Client, w int, salt uint64, shared bool, url func(w int) string, record func(pfxTurn)) {
+// With pause, each follow-up turn waits a random time up to pfxPauseMax
+// first.
+func pfxConversation(ctx context.Context, c *http.Client, w int, salt uint64, shared, pause bool, url func(w int) string, record func(pfxTurn)) {
+	rng := rand.New(rand.NewPCG(salt, uint64(w)))
 	for conv := 0; ctx.Err() == nil; conv++ {
 		seed := salt<<56 | uint64(w)<<20 | uint64(conv)
 		system := words(seed, pfxSystemWords)
@@ -102,6 +109,11 @@ func pfxConversation(ctx context.Context, c *http.Client, w int, salt uint64, sh
 		}
 		msgs := []map[string]string{{"role": "system", "content": system}}
 		for turn := range pfxTurns {
+			if pause && turn > 0 {
+				if sleepCtx(ctx, time.Duration(rng.Int64N(int64(pfxPauseMax)))); ctx.Err() != nil {
+					return
+				}
+			}
 			msgs = append(msgs, map[string]string{"role": "user", "content": words(seed<<8|uint64(turn), pfxTurnWords)})
 			// Answers of one length make the closed loop run in lockstep,
 			// and least outstanding then sends most turns back where the
@@ -190,7 +202,7 @@ func hasContent(data []byte) bool {
 }
 
 // pfxRun runs the workload for d against url(w) and collects it.
-func pfxRun(ctx context.Context, name string, salt uint64, d time.Duration, shared bool, url func(w int) string, midway func()) *pfxResult {
+func pfxRun(ctx context.Context, name string, salt uint64, d time.Duration, shared, pause bool, url func(w int) string, midway func()) *pfxResult {
 	res := &pfxResult{name: name}
 	var mu sync.Mutex
 	record := func(t pfxTurn) {
@@ -211,7 +223,7 @@ func pfxRun(ctx context.Context, name string, salt uint64, d time.Duration, shar
 	c := newClient(pfxWorkers * 2)
 	var wg sync.WaitGroup
 	for w := range pfxWorkers {
-		wg.Go(func() { pfxConversation(runCtx, c, w, salt, shared, url, record) })
+		wg.Go(func() { pfxConversation(runCtx, c, w, salt, shared, pause, url, record) })
 	}
 	if midway != nil {
 		select {

@@ -25,24 +25,30 @@ func runPrefix(ctx context.Context, e *env, res *ScenarioResult) error {
 		"(one tenant each), each with its own %d-word system prompt, %d turns of %d new words, %d output tokens on average "+
 		"(16 to 48: answers of one length put the closed loop in lockstep), streamed; a "+
 		"conversation that ends starts a new one. %s per case. pacegate at its defaults (no max_concurrency, no fairness "+
-		"settings) with routing.policy as named; the hit ratio is cached over prompt tokens as the replicas reported them in usage.",
-		replicas, pfxWorkers, pfxSystemWords, pfxTurns, pfxTurnWords, pfxMaxTokens, d)
+		"settings) with routing.policy as named; the hit ratio is cached over prompt tokens as the replicas reported them in usage. "+
+		"The cases with pauses wait a random time up to %v before each follow-up turn, as a client running a tool or a reader "+
+		"would: without them, least outstanding often sends a turn back to the replica the conversation just left, the one "+
+		"whose slot its last turn freed.",
+		replicas, pfxWorkers, pfxSystemWords, pfxTurns, pfxTurnWords, pfxMaxTokens, d, pfxPauseMax)
 	res.Baseline = "the perfect partition: each replica serves its own 8 conversations, sent to it directly (no gateway); and " +
 		"routing.policy least_outstanding, pacegate's routing before this scenario, in the same run."
 	cases := []struct {
-		name, policy string
-		shared, kill bool
+		name, policy        string
+		shared, kill, pause bool
 	}{
-		{"partition", "", false, false},
-		{"least_outstanding", "least_outstanding", false, false},
-		{"prefix", "prefix", false, false},
-		{"prefix, shared preamble", "prefix", true, false},
-		{"prefix, a replica drained midway", "prefix", false, true},
-		{"prefix, a replica crashed midway", "prefix", false, true},
+		{"partition", "", false, false, false},
+		{"least_outstanding", "least_outstanding", false, false, false},
+		{"prefix", "prefix", false, false, false},
+		{"prefix, shared preamble", "prefix", true, false, false},
+		{"prefix, a replica drained midway", "prefix", false, true, false},
+		{"prefix, a replica crashed midway", "prefix", false, true, false},
+		{"partition, pauses", "", false, false, true},
+		{"least_outstanding, pauses", "least_outstanding", false, false, true},
+		{"prefix, pauses", "prefix", false, false, true},
 	}
 	results := map[string]*pfxResult{}
 	for i, c := range cases {
-		r, skipped, err := pfxCase(ctx, c.name, uint64(i+1), d, c.policy, c.shared, c.kill)
+		r, skipped, err := pfxCase(ctx, c.name, uint64(i+1), d, c.policy, c.shared, c.kill, c.pause)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
@@ -58,7 +64,7 @@ func runPrefix(ctx context.Context, e *env, res *ScenarioResult) error {
 }
 
 // pfxCase runs one case on fresh replicas (or the external ones).
-func pfxCase(ctx context.Context, name string, salt uint64, d time.Duration, policy string, shared, kill bool) (*pfxResult, string, error) {
+func pfxCase(ctx context.Context, name string, salt uint64, d time.Duration, policy string, shared, kill, pause bool) (*pfxResult, string, error) {
 	urls, sims, external, err := pfxUpstreams()
 	if err != nil {
 		return nil, "", err
@@ -72,7 +78,7 @@ func pfxCase(ctx context.Context, name string, salt uint64, d time.Duration, pol
 		return nil, "cannot kill a replica started outside the harness", nil
 	}
 	if policy == "" {
-		return pfxRun(ctx, name, salt, d, shared, func(w int) string { return chatURL(urls[w%pfxReplicas]) }, nil), "", nil
+		return pfxRun(ctx, name, salt, d, shared, pause, func(w int) string { return chatURL(urls[w%pfxReplicas]) }, nil), "", nil
 	}
 	gw, err := pfxGateway(ctx, urls, policy)
 	if err != nil {
@@ -87,7 +93,7 @@ func pfxCase(ctx context.Context, name string, salt uint64, d time.Duration, pol
 	case kill:
 		midway = func() { sims[0].Close() } // cuts its streams too
 	}
-	r := pfxRun(ctx, name, salt, d, shared, func(int) string { return chatURL(gw.URL()) }, midway)
+	r := pfxRun(ctx, name, salt, d, shared, pause, func(int) string { return chatURL(gw.URL()) }, midway)
 	after, afterBy := routedPerUpstream(gw)
 	for i := range after {
 		r.perUp = append(r.perUp, after[i]-before[i])
@@ -124,7 +130,8 @@ func decisionsCell(r *pfxResult) string {
 
 func pfxReport(e *env, res *ScenarioResult, rs map[string]*pfxResult) {
 	t := Table{Title: "per case", Header: []string{"case", "completed", "errors", "hit ratio", "follow-up TTFT p50 (ms)", "p99 (ms)", "requests per replica (max/mean)", "decisions: prefix / miss / load"}}
-	for _, name := range []string{"partition", "least_outstanding", "prefix", "prefix, shared preamble", "prefix, a replica drained midway", "prefix, a replica crashed midway"} {
+	for _, name := range []string{"partition", "least_outstanding", "prefix", "prefix, shared preamble", "prefix, a replica drained midway", "prefix, a replica crashed midway",
+		"partition, pauses", "least_outstanding, pauses", "prefix, pauses"} {
 		r, ok := rs[name]
 		if !ok {
 			continue
@@ -143,18 +150,9 @@ func pfxReport(e *env, res *ScenarioResult, rs map[string]*pfxResult) {
 	res.note("Decisions, counted by the gateway: prefix = to the replica predicted to hold the longest prefix of the prompt; " +
 		"miss = no replica held any of it (a conversation's first turn), least loaded; load = a replica holding more of it was " +
 		"skipped, over the load bound or at its limit (a follow-up that prefills its prefix again elsewhere).")
-	part, lo, pfx := rs["partition"], rs["least_outstanding"], rs["prefix"]
-	if part == nil || lo == nil || pfx == nil {
-		return
-	}
-	hr := ratio(pfx.hitRatio(), part.hitRatio())
-	res.bar("prefix-cache hit ratio vs the perfect partition", "≥ 0.9×",
-		fmt.Sprintf("%s× (%s vs %s; least outstanding %s)", f2(hr), f3(pfx.hitRatio()), f3(part.hitRatio()), f3(lo.hitRatio())), hr >= 0.9)
-	tt := ratio(pfx.followUpTTFT().P99, part.followUpTTFT().P99)
-	res.bar("follow-up turns' TTFT p99 vs the perfect partition", "≤ 1.5×",
-		fmt.Sprintf("%s× (%s vs %s ms; least outstanding %s ms)", f2(tt), f1(pfx.followUpTTFT().P99), f1(part.followUpTTFT().P99), f1(lo.followUpTTFT().P99)), tt <= 1.5)
-	cr := ratio(float64(pfx.completed), float64(lo.completed))
-	res.bar("completed requests vs least outstanding", "≥ 1.3×", fmt.Sprintf("%s× (%d vs %d)", f2(cr), pfx.completed, lo.completed), cr >= 1.3)
+	pfxBars(res, "", rs["partition"], rs["least_outstanding"], rs["prefix"])
+	pfxBars(res, fmt.Sprintf(", a pause of up to %v before each follow-up", pfxPauseMax),
+		rs["partition, pauses"], rs["least_outstanding, pauses"], rs["prefix, pauses"])
 	if sh := rs["prefix, shared preamble"]; sh != nil {
 		m := maxOverMean(sh.perUp)
 		res.bar("one preamble shared by every conversation: requests per replica", "max/mean ≤ 1.3", fmt.Sprintf("%s (%v)", f2(m), sh.perUp), m <= 1.3)
@@ -171,6 +169,23 @@ func pfxReport(e *env, res *ScenarioResult, rs map[string]*pfxResult) {
 			"retried before their first byte or routed elsewhere, and the conversations re-homed.", k.errors, k.errors+k.completed, k.midStream)
 	}
 	pfxPlot(e, res, rs)
+}
+
+// pfxBars adds the bars that compare prefix routing with the perfect
+// partition and least outstanding, on one workload (named by suffix).
+func pfxBars(res *ScenarioResult, suffix string, part, lo, pfx *pfxResult) {
+	if part == nil || lo == nil || pfx == nil {
+		return
+	}
+	hr := ratio(pfx.hitRatio(), part.hitRatio())
+	res.bar("prefix-cache hit ratio vs the perfect partition"+suffix, "≥ 0.9×",
+		fmt.Sprintf("%s× (%s vs %s; least outstanding %s)", f2(hr), f3(pfx.hitRatio()), f3(part.hitRatio()), f3(lo.hitRatio())), hr >= 0.9)
+	tt := ratio(pfx.followUpTTFT().P99, part.followUpTTFT().P99)
+	res.bar("follow-up turns' TTFT p99 vs the perfect partition"+suffix, "≤ 1.5×",
+		fmt.Sprintf("%s× (%s vs %s ms; least outstanding %s ms)", f2(tt), f1(pfx.followUpTTFT().P99), f1(part.followUpTTFT().P99), f1(lo.followUpTTFT().P99)), tt <= 1.5)
+	cr := ratio(float64(pfx.completed), float64(lo.completed))
+	res.bar("completed requests vs least outstanding"+suffix, "≥ 1.3×",
+		fmt.Sprintf("%s× (%d vs %d; the perfect partition %d)", f2(cr), pfx.completed, lo.completed, part.completed), cr >= 1.3)
 }
 
 func maxOverMean(xs []float64) float64 {

@@ -53,7 +53,8 @@ type upstream struct {
 	learns   bool          // its limit is learned from its /metrics
 
 	models    []string // sorted
-	inFlight  int
+	inFlight  int      // change it with add, which keeps load
+	load      recentLoad
 	healthy   bool
 	downUntil time.Time
 	backoff   time.Duration
@@ -145,7 +146,7 @@ func (p *Pool) acquire(model string, skip *upstream, headroom bool) *slot {
 		return nil
 	}
 	p.next++
-	best.inFlight++
+	best.add(1, now)
 	return &slot{p: p, u: best, headroom: headroom}
 }
 
@@ -177,7 +178,7 @@ func (u *upstream) limit(headroom bool) int {
 
 func (p *Pool) release(u *upstream) {
 	p.mu.Lock()
-	u.inFlight--
+	u.add(-1, time.Now())
 	models := u.models
 	p.mu.Unlock()
 	p.freed(models)

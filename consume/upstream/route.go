@@ -47,10 +47,11 @@ func (p *Pool) route(s *slot, req *consume.Request) {
 	matched := p.index.Match(chain, *buf)
 	p.mu.Lock()
 	from := s.u
-	to, decision := p.choose(from, req.Key.Model, matched, s.headroom)
+	now := time.Now()
+	to, decision := p.choose(from, req.Key.Model, matched, s.headroom, now)
 	if to != from {
-		from.inFlight--
-		to.inFlight++
+		from.add(-1, now)
+		to.add(1, now)
 		s.u = to
 	}
 	to.routed[decision]++
@@ -73,8 +74,7 @@ var matchBufs = sync.Pool{New: func() any { b := make([]int, 0, 64); return &b }
 // blocks (matched, by upstream id), then the least loaded, then from.
 // An upstream holding part of the prompt has room up to its hard limit,
 // not only its learned one (see [upstream.room]). Requires Pool.mu held.
-func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool) (*upstream, string) {
-	now := time.Now()
+func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool, now time.Time) (*upstream, string) {
 	var buf [64]*upstream // the candidates; on the stack for pools of up to 64
 	cands := buf[:0]
 	total, longest := 0, 0
@@ -85,10 +85,10 @@ func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool
 			longest = max(longest, matched[u.id])
 		}
 	}
-	bound := p.cfg.Routing.LoadBound*float64(total)/float64(max(len(cands), 1)) + 1
+	b := bounds{clock: loadClock(now), load: p.cfg.Routing.LoadBound*float64(total)/float64(max(len(cands), 1)) + 1}
 	best := from
 	for _, u := range cands {
-		if u != from && u.inFlight < u.room(headroom, matched[u.id] > 0) && float64(u.inFlight+1) <= bound && better(u, best, from, matched) {
+		if u != from && better(u, best, from, matched) && b.admits(u, headroom, matched[u.id] > 0) {
 			best = u
 		}
 	}
@@ -99,6 +99,33 @@ func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool
 		return best, DecisionLoad
 	}
 	return best, DecisionPrefix
+}
+
+// bounds is the load bound of one decision: load_bound × the mean of
+// the candidates' requests in flight, + 1.
+type bounds struct {
+	clock int64 // the decision's loadClock
+	load  float64
+}
+
+// admits reports whether u may take one more request (one it holds
+// blocks of, if holds). Within its learned limit its recent load is
+// bounded, not its requests in flight at this moment: the turns of the
+// conversations a replica holds come and go, and a moment when more of
+// them run at once than the mean is no hot spot (sending a turn away then
+// costs its whole prefill); a preamble that draws every request of the
+// model to one replica is, and shows in its recent load within a second.
+// Past its learned limit (a holder only, see room) its requests in
+// flight are bounded too, so a burst does not pile up in vLLM's queue.
+// Requires Pool.mu held.
+func (b bounds) admits(u *upstream, headroom, holds bool) bool {
+	switch {
+	case u.inFlight >= u.room(headroom, holds):
+		return false
+	case u.inFlight >= u.limit(headroom) && float64(u.inFlight+1) > b.load:
+		return false
+	}
+	return u.load.at(b.clock, u.inFlight) <= b.load
 }
 
 // room is how many requests u may run for a request it holds blocks of

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/consume/upstream/prefix"
@@ -21,12 +23,14 @@ func routePool(t *testing.T, n, maxConc int, cacheTokens int64) *Pool {
 	return newPool(t, ups...)
 }
 
-// load sets each upstream's requests in flight.
+// setLoad sets each upstream's requests in flight, as they have been
+// for a long while (their recent load too).
 func (p *Pool) setLoad(inFlight ...int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, n := range inFlight {
 		p.ups[i].inFlight = n
+		p.ups[i].load = recentLoad{mean: float64(n), since: loadClock(time.Now())}
 	}
 }
 
@@ -159,6 +163,53 @@ func TestRouteKeepsOthersWithinTheirLearnedLimits(t *testing.T) {
 	if to, d, _ := routeFrom(p, 1, blocks(1, 2, 7)); to != 0 || d != DecisionPrefix {
 		t.Fatalf("a follow-up went to %d (%s); want 0 (prefix)", to, d)
 	}
+}
+
+// TestRouteBoundsTheRecentLoad: within its learned limit a holder is
+// bounded by its recent load, not by a moment's requests in flight.
+func TestRouteBoundsTheRecentLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := routePool(t, 4, 0, 1<<20)
+		p.learnedAt(10)
+		p.index.Record(0, *chainOf(blocks(1, 2, 3)))
+		// Upstream 0 has run 2 like the others, and 6 of its turns have
+		// just started: in flight 6 is over 1.25 × 3 + 1, its recent
+		// load 2 is not.
+		p.setLoad(2, 2, 2, 3)
+		p.mu.Lock()
+		p.ups[0].add(4, time.Now())
+		p.mu.Unlock()
+		if to, d, _ := routeFrom(p, 3, blocks(1, 2, 3, 4)); to != 0 || d != DecisionPrefix {
+			t.Fatalf("a turn of a conversation went to %d (%s); want 0 (prefix): its replica is busy for a moment", to, d)
+		}
+		// Six seconds later the 6 still run there: a hot spot.
+		time.Sleep(6 * time.Second)
+		p.mu.Lock()
+		p.ups[3].add(1, time.Now()) // the next request's slot
+		p.mu.Unlock()
+		if to, d, _ := routeFrom(p, 3, blocks(1, 2, 3, 5)); to != 3 || d != DecisionLoad {
+			t.Fatalf("went to %d (%s); want 3 (load): upstream 0 has run 6 against a mean of 3.25 for seconds", to, d)
+		}
+	})
+}
+
+// TestRouteBoundsAHolderPastItsLimitByInFlight: past its learned limit a
+// holder takes a request only within the bound on requests in flight, so
+// a burst does not pile up in vLLM's queue before its recent load shows.
+func TestRouteBoundsAHolderPastItsLimitByInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := routePool(t, 2, 0, 1<<20)
+		p.learnedAt(4)
+		p.index.Record(0, *chainOf(blocks(1, 2)))
+		p.setLoad(1, 1)
+		p.mu.Lock()
+		p.ups[0].add(4, time.Now()) // 5 in flight, recent load 1
+		p.mu.Unlock()
+		// 6 in flight over 2: the bound is 1.25 × 3 + 1 = 4.75.
+		if to, d, _ := routeFrom(p, 1, blocks(1, 2, 3)); to != 1 || d != DecisionLoad {
+			t.Fatalf("went to %d (%s); want 1 (load)", to, d)
+		}
+	})
 }
 
 func TestRouteFollowsTheConversation(t *testing.T) {
