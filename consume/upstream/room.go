@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"math"
 	"time"
 
 	"github.com/pacegate/pacegate/consume/upstream/vllmmetrics"
@@ -57,7 +58,8 @@ const (
 // and both our in-flight count and the server's running count are at
 // the limit (ours alone may count a request the server has finished and
 // we have not yet seen end), the limit grows: by half until the first
-// time the server queued, by one afterwards, and then only after
+// time the server queued (never past kvRoom), by one afterwards, and
+// then only after
 // probeAfter readings without a queue, twice as many after each probe
 // that found the server full (up to probeMax), probeAfter again after one
 // the server ran without a queue. So it settles where the server is full
@@ -73,6 +75,17 @@ type learner struct {
 	calm      int  // readings without a queue since the last one with
 	probeWait int  // calm readings before the next probe: probeAfter to probeMax
 	grew      bool // the limit grew at the previous reading
+}
+
+// kvRoom is how many requests the server could run before its KV cache
+// reaches kvMax, if each took what its running ones take on average
+// (g.KVCache > 0): where slow start stops when the cache, not the batch,
+// is what runs out first. Overshooting it would grant slots that a
+// moment later are over the limit, held for a whole generation by
+// whoever took them, most often the tenant with the most requests
+// waiting.
+func kvRoom(g vllmmetrics.Gauges, kvMax float64) int {
+	return int(math.Ceil(g.Running * kvMax / g.KVCache))
 }
 
 func newLearner(ceiling int, kvMax float64) learner {
@@ -103,6 +116,9 @@ func (l *learner) observe(g vllmmetrics.Gauges, inFlight int) (grew bool) {
 		return false
 	}
 	step := max(l.limit/2, 1)
+	if g.KVCache > 0 { // slow start never past the room the cache shows
+		step = min(step, max(kvRoom(g, l.kvMax)-l.limit, 1))
+	}
 	if l.saturated {
 		if l.calm < l.probeWait {
 			return false

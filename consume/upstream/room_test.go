@@ -92,6 +92,22 @@ func TestLearnerProbesLessOftenWhileTheRoomHolds(t *testing.T) {
 	}
 }
 
+// TestLearnerSlowStartStopsAtTheCachesRoom: 8 running fill 80 % of the
+// cache, so 10 fill 100 % and the threshold (95 %) is passed at the
+// tenth: slow start goes to 10, not 12, and grows no more.
+func TestLearnerSlowStartStopsAtTheCachesRoom(t *testing.T) {
+	l := newLearner(learnCeiling, DefaultKVThreshold)
+	for i, r := range []struct {
+		running, kv float64
+		want        int
+	}{{8, 0.8, 10}, {10, 1, 10}, {10, 1, 10}} {
+		l.observe(vllmmetrics.Gauges{Running: r.running, KVCache: r.kv}, l.limit)
+		if l.limit != r.want {
+			t.Fatalf("reading %d (%v running, KV %v): limit %d, want %d", i, r.running, r.kv, l.limit, r.want)
+		}
+	}
+}
+
 // TestLearnerCeiling: MaxConcurrency caps the learned limit.
 func TestLearnerCeiling(t *testing.T) {
 	l := newLearner(10, DefaultKVThreshold)
