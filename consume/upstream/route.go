@@ -77,18 +77,25 @@ var matchBufs = sync.Pool{New: func() any { b := make([]int, 0, 64); return &b }
 func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool, now time.Time) (*upstream, string) {
 	var buf [64]*upstream // the candidates; on the stack for pools of up to 64
 	cands := buf[:0]
-	total, longest := 0, 0
+	total, longest, holders := 0, 0, 0
 	for _, u := range p.ups {
 		if u.available(now) && u.serves(model) {
 			cands = append(cands, u)
 			total += u.inFlight
-			longest = max(longest, matched[u.id])
+			switch m := matched[u.id]; {
+			case m > longest:
+				longest, holders = m, 1
+			case m == longest && m > 0:
+				holders++
+			}
 		}
 	}
-	b := bounds{clock: loadClock(now), load: p.cfg.Routing.LoadBound*float64(total)/float64(max(len(cands), 1)) + 1}
+	d := decision{matched: matched, from: from, clock: loadClock(now), miss: longest == 0,
+		bound: p.cfg.Routing.LoadBound*float64(total)/float64(max(len(cands), 1)) + 1}
 	best := from
 	for _, u := range cands {
-		if u != from && better(u, best, from, matched) && b.admits(u, headroom, matched[u.id] > 0) {
+		sole := holders == 1 && matched[u.id] == longest
+		if u != from && d.better(u, best) && d.admits(u, headroom, matched[u.id] > 0, sole) {
 			best = u
 		}
 	}
@@ -101,31 +108,52 @@ func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool
 	return best, DecisionPrefix
 }
 
-// bounds is the load bound of one decision: load_bound × the mean of
-// the candidates' requests in flight, + 1.
-type bounds struct {
-	clock int64 // the decision's loadClock
-	load  float64
+// decision is what choose compares candidates by.
+type decision struct {
+	matched []int     // blocks each upstream holds, by id
+	from    *upstream // where the request's slot is
+	clock   int64     // loadClock at the decision
+	miss    bool      // no upstream holds any of the prompt
+	// bound is load_bound × the mean of the candidates' requests in
+	// flight, + 1.
+	bound float64
 }
 
 // admits reports whether u may take one more request (one it holds
-// blocks of, if holds). Within its learned limit its recent load is
-// bounded, not its requests in flight at this moment: the turns of the
-// conversations a replica holds come and go, and a moment when more of
-// them run at once than the mean is no hot spot (sending a turn away then
-// costs its whole prefill); a preamble that draws every request of the
-// model to one replica is, and shows in its recent load within a second.
-// Past its learned limit (a holder only, see room) its requests in
-// flight are bounded too, so a burst does not pile up in vLLM's queue.
-// Requires Pool.mu held.
-func (b bounds) admits(u *upstream, headroom, holds bool) bool {
+// blocks of, if holds; the only upstream holding the longest prefix, if
+// sole). The bound is on its requests in flight, with one exception: the
+// sole holder of the longest prefix, within its learned limit, is bounded
+// by its recent load instead. That is a conversation's own replica: the
+// turns of the conversations it holds come and go, a moment when more of
+// them run at once than the mean is no hot spot, and sending a turn away
+// then costs its whole prefill. A prefix several upstreams hold (a
+// preamble every request shares) keeps the bound on the moment, which
+// spreads it over the pool; a prefix only one holds that draws the
+// model's traffic shows in its recent load within a second, and the next
+// request goes elsewhere, after which two hold it. Requires Pool.mu held.
+func (d *decision) admits(u *upstream, headroom, holds, sole bool) bool {
 	switch {
 	case u.inFlight >= u.room(headroom, holds):
 		return false
-	case u.inFlight >= u.limit(headroom) && float64(u.inFlight+1) > b.load:
-		return false
+	case sole && u.inFlight < u.limit(headroom):
+		return u.load.at(d.clock, u.inFlight) <= d.bound
 	}
-	return u.load.at(b.clock, u.inFlight) <= b.load
+	return float64(u.inFlight+1) <= d.bound
+}
+
+// better: u holds more of the prefix than best, or as much with fewer
+// requests in flight (from's count includes the request itself). On a
+// miss, with a lower recent load: a new conversation's turns will follow
+// it, so it goes where the conversations held are fewest, not where a
+// moment's count is lowest.
+func (d *decision) better(u, best *upstream) bool {
+	if d.matched[u.id] != d.matched[best.id] {
+		return d.matched[u.id] > d.matched[best.id]
+	}
+	if d.miss {
+		return u.load.at(d.clock, u.inFlight) < best.load.at(d.clock, best.inFlight)
+	}
+	return u.inFlight < load(best, d.from)
 }
 
 // room is how many requests u may run for a request it holds blocks of
@@ -143,15 +171,6 @@ func (u *upstream) room(headroom, holds bool) int {
 		return u.learn.ceiling + u.limit(headroom) - u.limit(false)
 	}
 	return u.limit(headroom)
-}
-
-// better: u holds more of the prefix than best, or as much with fewer
-// requests in flight (from's count includes the request itself).
-func better(u, best, from *upstream, matched []int) bool {
-	if matched[u.id] != matched[best.id] {
-		return matched[u.id] > matched[best.id]
-	}
-	return u.inFlight < load(best, from)
 }
 
 // load is u's requests in flight other than the one being routed.

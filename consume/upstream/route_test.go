@@ -193,6 +193,46 @@ func TestRouteBoundsTheRecentLoad(t *testing.T) {
 	})
 }
 
+// TestRouteBoundsASharedPrefixByInFlight: a prefix two upstreams hold is
+// no conversation's own: the bound is on the moment's requests in flight,
+// which spreads a preamble over the pool.
+func TestRouteBoundsASharedPrefixByInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := routePool(t, 3, 0, 1<<20)
+		p.learnedAt(10)
+		p.index.Record(0, *chainOf(blocks(1, 2, 3)))
+		p.index.Record(1, *chainOf(blocks(1, 2, 3)))
+		p.setLoad(2, 2, 2)
+		p.mu.Lock()
+		p.ups[0].add(4, time.Now())
+		p.ups[1].add(4, time.Now())
+		p.mu.Unlock()
+		// 6, 6 and 2 in flight: the bound is 1.25 × 14/3 + 1 = 6.83.
+		if to, d, _ := routeFrom(p, 2, blocks(1, 2, 3, 9)); to != 2 || d != DecisionLoad {
+			t.Fatalf("went to %d (%s); want 2 (load): both holders would run a 7th", to, d)
+		}
+	})
+}
+
+// TestRouteSendsAMissWhereTheRecentLoadIsLowest: a new conversation goes
+// where fewer conversations have been running, not where fewer run at
+// this moment.
+func TestRouteSendsAMissWhereTheRecentLoadIsLowest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := routePool(t, 3, 0, 1<<20)
+		p.learnedAt(10)
+		p.setLoad(1, 3, 5)
+		p.mu.Lock()
+		p.ups[0].add(2, time.Now())  // 3 in flight, 1 for a long while
+		p.ups[1].add(-2, time.Now()) // 1 in flight, 3 for a long while
+		p.mu.Unlock()
+		// 3, 1 and 5 in flight: the bound, 1.25 × 3 + 1, admits either.
+		if to, d, _ := routeFrom(p, 2, blocks(7, 8)); to != 0 || d != DecisionMiss {
+			t.Fatalf("went to %d (%s); want 0 (miss): upstream 1 runs fewer now, 0 has run fewer", to, d)
+		}
+	})
+}
+
 // TestRouteBoundsAHolderPastItsLimitByInFlight: past its learned limit a
 // holder takes a request only within the bound on requests in flight, so
 // a burst does not pile up in vLLM's queue before its recent load shows.
@@ -252,7 +292,7 @@ func TestRouteForgetsWhatTheCacheEvicted(t *testing.T) {
 		newer[i] = uint64(200 + i)
 	}
 	p.index.Record(0, *chainOf(blocks(newer...)))
-	p.setLoad(0, 1)
+	p.setLoad(1, 1) // equally loaded: a miss stays where its slot is
 	if to, d, _ := routeFrom(p, 1, blocks(old...)); to != 1 || d != DecisionMiss {
 		t.Fatalf("went to %d (%s); want 1 (miss): the old conversation left the cache", to, d)
 	}
