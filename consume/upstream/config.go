@@ -49,11 +49,12 @@ type Routing struct {
 	// calls and retries go to the least loaded upstream either way.
 	Policy string
 	// LoadBound keeps prefix routing from piling onto one upstream: one
-	// whose recent load (the mean of its requests in flight over about a
-	// second) exceeds LoadBound × the mean of the model's upstreams'
-	// requests in flight, plus one, is skipped for the next best; one
-	// past its learned limit is skipped when its requests in flight
-	// would. Zero means DefaultLoadBound; below 1 is an error.
+	// whose requests in flight would exceed LoadBound × the mean of the
+	// model's upstreams, plus one, is skipped for the next best; the only
+	// upstream holding the longest prefix, under its learned limit, is
+	// bounded by its recent load (its requests in flight averaged over
+	// about a second) instead. Zero means DefaultLoadBound; below 1 is an
+	// error.
 	LoadBound float64
 }
 
