@@ -59,13 +59,12 @@ const (
 // the limit (ours alone may count a request the server has finished and
 // we have not yet seen end), the limit grows: by half until the first
 // time the server queued (never past kvRoom), by one afterwards, and
-// then only after
-// probeAfter readings without a queue, twice as many after each probe
-// that found the server full (up to probeMax), probeAfter again after one
-// the server ran without a queue. So it settles where the server is full
-// and probes above it now and then, less and less often while the room
-// stays where it was, only while the cache has room, and a probe that
-// overshoots costs one reading.
+// then only after probeAfter readings without a queue, twice as many
+// after each probe that found the server full (up to probeMax), and
+// probeAfter again after one the server ran without a queue. So it
+// settles where the server is full and probes above it now and then,
+// less and less often while the room stays where it was, only while the
+// cache has room, and a probe that overshoots costs one reading.
 type learner struct {
 	limit     int // the learned limit, in [1, ceiling]
 	ceiling   int // MaxConcurrency when set, else learnCeiling
