@@ -205,3 +205,35 @@ func BenchmarkGrant10kWaiting(b *testing.B) {
 		s.Join(k, 1, 1, t0)
 	}
 }
+
+// TestGrantHoldIsGrantThenHold: the one-lock call leaves the scheduler as
+// the two calls do, and refuses a bucket that is not waiting.
+func TestGrantHoldIsGrantThenHold(t *testing.T) {
+	setup := func() *Scheduler {
+		s := New(0)
+		a := key("a")
+		s.Join(a, 1, 1, t0)
+		s.Grant(a)
+		s.Start(a, 100, t0) // a's recent cost: what a hold charges
+		s.Done(a, t0)
+		s.Join(a, 1, 1, t0)
+		return s
+	}
+	one, two := setup(), setup()
+	if !one.GrantHold(key("a"), t0) {
+		t.Fatal("GrantHold refused a waiting bucket")
+	}
+	two.Grant(key("a"))
+	two.Hold(key("a"), t0)
+	got, _ := one.Flow(key("a"), t0)
+	want, _ := two.Flow(key("a"), t0)
+	if got != want {
+		t.Fatalf("after GrantHold %+v, after Grant and Hold %+v", got, want)
+	}
+	if got.Counter != 200 || got.Waiting {
+		t.Fatalf("counter %v waiting %v, want 200 (its start and its hold) and not waiting", got.Counter, got.Waiting)
+	}
+	if one.GrantHold(key("a"), t0) {
+		t.Fatal("GrantHold granted a bucket that no longer waits")
+	}
+}
