@@ -34,6 +34,14 @@ func (p *Pool) setLoad(inFlight ...int) {
 	}
 }
 
+// burst changes upstream i's requests in flight by n now: its recent
+// load does not move yet.
+func (p *Pool) burst(i, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ups[i].add(n, time.Now())
+}
+
 func (p *Pool) loads() []int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -176,17 +184,13 @@ func TestRouteBoundsTheRecentLoad(t *testing.T) {
 		// just started: in flight 6 is over 1.25 × 3 + 1, its recent
 		// load 2 is not.
 		p.setLoad(2, 2, 2, 3)
-		p.mu.Lock()
-		p.ups[0].add(4, time.Now())
-		p.mu.Unlock()
+		p.burst(0, 4)
 		if to, d, _ := routeFrom(p, 3, blocks(1, 2, 3, 4)); to != 0 || d != DecisionPrefix {
 			t.Fatalf("a turn of a conversation went to %d (%s); want 0 (prefix): its replica is busy for a moment", to, d)
 		}
 		// Six seconds later the 6 still run there: a hot spot.
 		time.Sleep(6 * time.Second)
-		p.mu.Lock()
-		p.ups[3].add(1, time.Now()) // the next request's slot
-		p.mu.Unlock()
+		p.burst(3, 1) // the next request's slot
 		if to, d, _ := routeFrom(p, 3, blocks(1, 2, 3, 5)); to != 3 || d != DecisionLoad {
 			t.Fatalf("went to %d (%s); want 3 (load): upstream 0 has run 6 against a mean of 3.25 for seconds", to, d)
 		}
@@ -203,10 +207,8 @@ func TestRouteBoundsASharedPrefixByInFlight(t *testing.T) {
 		p.index.Record(0, *chainOf(blocks(1, 2, 3)))
 		p.index.Record(1, *chainOf(blocks(1, 2, 3)))
 		p.setLoad(2, 2, 2)
-		p.mu.Lock()
-		p.ups[0].add(4, time.Now())
-		p.ups[1].add(4, time.Now())
-		p.mu.Unlock()
+		p.burst(0, 4)
+		p.burst(1, 4)
 		// 6, 6 and 2 in flight: the bound is 1.25 × 14/3 + 1 = 6.83.
 		if to, d, _ := routeFrom(p, 2, blocks(1, 2, 3, 9)); to != 2 || d != DecisionLoad {
 			t.Fatalf("went to %d (%s); want 2 (load): both holders would run a 7th", to, d)
@@ -222,10 +224,8 @@ func TestRouteSendsAMissWhereTheRecentLoadIsLowest(t *testing.T) {
 		p := routePool(t, 3, 0, 1<<20)
 		p.learnedAt(10)
 		p.setLoad(1, 3, 5)
-		p.mu.Lock()
-		p.ups[0].add(2, time.Now())  // 3 in flight, 1 for a long while
-		p.ups[1].add(-2, time.Now()) // 1 in flight, 3 for a long while
-		p.mu.Unlock()
+		p.burst(0, 2)  // 3 in flight, 1 for a long while
+		p.burst(1, -2) // 1 in flight, 3 for a long while
 		// 3, 1 and 5 in flight: the bound, 1.25 × 3 + 1, admits either.
 		if to, d, _ := routeFrom(p, 2, blocks(7, 8)); to != 0 || d != DecisionMiss {
 			t.Fatalf("went to %d (%s); want 0 (miss): upstream 1 runs fewer now, 0 has run fewer", to, d)
@@ -242,9 +242,7 @@ func TestRouteBoundsAHolderPastItsLimitByInFlight(t *testing.T) {
 		p.learnedAt(4)
 		p.index.Record(0, *chainOf(blocks(1, 2)))
 		p.setLoad(1, 1)
-		p.mu.Lock()
-		p.ups[0].add(4, time.Now()) // 5 in flight, recent load 1
-		p.mu.Unlock()
+		p.burst(0, 4) // 5 in flight, recent load 1
 		// 6 in flight over 2: the bound is 1.25 × 3 + 1 = 4.75.
 		if to, d, _ := routeFrom(p, 1, blocks(1, 2, 3)); to != 1 || d != DecisionLoad {
 			t.Fatalf("went to %d (%s); want 1 (load)", to, d)
