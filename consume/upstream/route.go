@@ -68,6 +68,11 @@ func (p *Pool) route(s *slot, req *consume.Request) {
 // matchBufs recycles Match's per-upstream results.
 var matchBufs = sync.Pool{New: func() any { b := make([]int, 0, 64); return &b }}
 
+// record notes in the index that upstream id holds req's prompt now.
+func (p *Pool) record(id int, req *consume.Request) {
+	p.index.Record(id, prefix.Chain{Hashes: req.Prefix, Bytes: req.PromptBytes})
+}
+
 // choose is where a request holding a slot on from should go: among the
 // available upstreams serving model that have room (from has: its slot
 // is the request's), within the load bound, the one holding the most
@@ -92,6 +97,13 @@ func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool
 	}
 	d := decision{matched: matched, from: from, clock: loadClock(now), miss: longest == 0,
 		bound: p.cfg.Routing.LoadBound*float64(total)/float64(max(len(cands), 1)) + 1}
+	if holders == 1 {
+		var recent float64
+		for _, u := range cands {
+			recent += u.load.at(d.clock, u.inFlight)
+		}
+		d.recentBound = p.cfg.Routing.LoadBound*recent/float64(len(cands)) + 1
+	}
 	best := from
 	for _, u := range cands {
 		sole := holders == 1 && matched[u.id] == longest
@@ -115,18 +127,21 @@ type decision struct {
 	clock   int64     // loadClock at the decision
 	miss    bool      // no upstream holds any of the prompt
 	// bound is load_bound × the mean of the candidates' requests in
-	// flight, + 1.
-	bound float64
+	// flight, + 1; recentBound is load_bound × the mean of their recent
+	// loads, + 1, when one candidate alone holds the longest prefix.
+	bound, recentBound float64
 }
 
 // admits reports whether u may take one more request (one it holds
 // blocks of, if holds; the only upstream holding the longest prefix, if
 // sole). The bound is on its requests in flight, with one exception: the
 // sole holder of the longest prefix, within its learned limit, is bounded
-// by its recent load instead. That is a conversation's own replica: the
-// turns of the conversations it holds come and go, a moment when more of
-// them run at once than the mean is no hot spot, and sending a turn away
-// then costs its whole prefill. A prefix several upstreams hold (a
+// by its recent load, against the candidates' mean recent load (a recent
+// load against a moment's mean would send turns away whenever the pool
+// is quieter for a moment than it was over the last second). That is a
+// conversation's own replica: the turns of the conversations it holds
+// come and go, a moment when more of them run at once than the mean is
+// no hot spot, and sending a turn away then costs its whole prefill. A prefix several upstreams hold (a
 // preamble every request shares) keeps the bound on the moment, which
 // spreads it over the pool; a prefix only one holds that draws the
 // model's traffic shows in its recent load within a second, and the next
@@ -136,7 +151,7 @@ func (d *decision) admits(u *upstream, headroom, holds, sole bool) bool {
 	case u.inFlight >= u.room(headroom, holds):
 		return false
 	case sole && u.inFlight < u.limit(headroom):
-		return u.load.at(d.clock, u.inFlight) <= d.bound
+		return u.load.at(d.clock, u.inFlight) <= d.recentBound
 	}
 	return float64(u.inFlight+1) <= d.bound
 }

@@ -3,12 +3,14 @@ package upstream
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/consume/upstream/prefix"
+	"github.com/pacegate/pacegate/consume/upstream/vllmmetrics"
 	"github.com/pacegate/pacegate/policy"
 )
 
@@ -63,7 +65,7 @@ func routeFrom(p *Pool, from int, req *consume.Request) (to int, decision string
 	s := &slot{p: p, u: p.ups[from]}
 	before := p.Stats()
 	p.route(s, req)
-	p.index.Record(s.u.id, *chainOf(req))
+	p.record(s.u.id, req)
 	after := p.Stats()[s.u.id]
 	for _, d := range []string{DecisionPrefix, DecisionMiss, DecisionLoad} {
 		if after.Routed[d] > before[s.u.id].Routed[d] {
@@ -91,8 +93,8 @@ func TestRouteChoices(t *testing.T) {
 	}
 	for _, s := range steps {
 		p := routePool(t, 3, 8, 1<<20)
-		p.index.Record(0, *chainOf(blocks(1, 2, 3, 4)))
-		p.index.Record(1, *chainOf(blocks(1, 2, 5, 6)))
+		p.record(0, blocks(1, 2, 3, 4))
+		p.record(1, blocks(1, 2, 5, 6))
 		p.setLoad(s.load...)
 		to, decision, matched := routeFrom(p, s.from, s.req)
 		if to != s.to || decision != s.decision || matched != s.matched {
@@ -113,7 +115,7 @@ func chainOf(r *consume.Request) *prefix.Chain {
 
 func TestRouteSkipsAnUpstreamAtItsLimit(t *testing.T) {
 	p := routePool(t, 2, 2, 1<<20)
-	p.index.Record(0, *chainOf(blocks(1, 2)))
+	p.record(0, blocks(1, 2))
 	p.setLoad(2, 1)
 	if to, d, _ := routeFrom(p, 1, blocks(1, 2, 3)); to != 1 || d != DecisionLoad {
 		t.Fatalf("went to %d (%s); want 1 (load): upstream 0 is at its max_concurrency", to, d)
@@ -143,7 +145,7 @@ func TestRouteTakesTheHolderPastItsLearnedLimit(t *testing.T) {
 	for _, c := range cases {
 		p := routePool(t, 3, c.maxConc, 1<<20)
 		p.learnedAt(2)
-		p.index.Record(0, *chainOf(blocks(1, 2, 3)))
+		p.record(0, blocks(1, 2, 3))
 		// 5 in flight over 3: the bound is 1.25 × 5/3 + 1 = 3.08, so
 		// upstream 0 may run a third; its learned limit is 2.
 		p.setLoad(2, 2, 1)
@@ -159,7 +161,7 @@ func TestRouteKeepsOthersWithinTheirLearnedLimits(t *testing.T) {
 	p.mu.Lock()
 	p.ups[0].learn.limit = 2
 	p.mu.Unlock()
-	p.index.Record(0, *chainOf(blocks(1, 2)))
+	p.record(0, blocks(1, 2))
 	// Upstream 0 runs 2 of its learned 2, upstream 1 runs 3 besides the
 	// routed request: by load 0 is better, but only a holder may pass
 	// its learned limit.
@@ -175,11 +177,30 @@ func TestRouteKeepsOthersWithinTheirLearnedLimits(t *testing.T) {
 
 // TestRouteBoundsTheRecentLoad: within its learned limit a holder is
 // bounded by its recent load, not by a moment's requests in flight.
+// TestRouteBoundsTheRecentLoadByTheMeanRecentLoad: a pool quieter for a
+// moment than over the last second keeps a conversation where it is.
+func TestRouteBoundsTheRecentLoadByTheMeanRecentLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := routePool(t, 4, 0, 1<<20)
+		p.learnedAt(10)
+		p.record(0, blocks(1, 2, 3))
+		p.setLoad(5, 5, 5, 5)
+		for i, n := range []int{-1, -4, -4, -3} {
+			p.burst(i, n)
+		}
+		// In flight 4, 1, 1 and 2: upstream 0's recent load 5 is over
+		// 1.25 × 2 + 1, but not over 1.25 × 5 + 1.
+		if to, d, _ := routeFrom(p, 3, blocks(1, 2, 3, 4)); to != 0 || d != DecisionPrefix {
+			t.Fatalf("went to %d (%s); want 0 (prefix): it runs no more than the others have", to, d)
+		}
+	})
+}
+
 func TestRouteBoundsTheRecentLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := routePool(t, 4, 0, 1<<20)
 		p.learnedAt(10)
-		p.index.Record(0, *chainOf(blocks(1, 2, 3)))
+		p.record(0, blocks(1, 2, 3))
 		// Upstream 0 has run 2 like the others, and 6 of its turns have
 		// just started: in flight 6 is over 1.25 × 3 + 1, its recent
 		// load 2 is not.
@@ -204,8 +225,8 @@ func TestRouteBoundsASharedPrefixByInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := routePool(t, 3, 0, 1<<20)
 		p.learnedAt(10)
-		p.index.Record(0, *chainOf(blocks(1, 2, 3)))
-		p.index.Record(1, *chainOf(blocks(1, 2, 3)))
+		p.record(0, blocks(1, 2, 3))
+		p.record(1, blocks(1, 2, 3))
 		p.setLoad(2, 2, 2)
 		p.burst(0, 4)
 		p.burst(1, 4)
@@ -240,7 +261,7 @@ func TestRouteBoundsAHolderPastItsLimitByInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := routePool(t, 2, 0, 1<<20)
 		p.learnedAt(4)
-		p.index.Record(0, *chainOf(blocks(1, 2)))
+		p.record(0, blocks(1, 2))
 		p.setLoad(1, 1)
 		p.burst(0, 4) // 5 in flight, recent load 1
 		// 6 in flight over 2: the bound is 1.25 × 3 + 1 = 4.75.
@@ -265,7 +286,7 @@ func TestRouteFollowsTheConversation(t *testing.T) {
 
 func TestRouteDropsAnUpstreamThatGoesDown(t *testing.T) {
 	p := routePool(t, 2, 8, 1<<20)
-	p.index.Record(0, *chainOf(blocks(1, 2)))
+	p.record(0, blocks(1, 2))
 	p.markDown(p.ups[0], errors.New("gone"))
 	p.setLoad(0, 1)
 	if to, d, _ := routeFrom(p, 1, blocks(1, 2)); to != 1 || d != DecisionMiss {
@@ -284,12 +305,12 @@ func TestRouteForgetsWhatTheCacheEvicted(t *testing.T) {
 	for i := range old {
 		old[i] = uint64(100 + i)
 	}
-	p.index.Record(0, *chainOf(blocks(old...)))
+	p.record(0, blocks(old...))
 	newer := make([]uint64, 16)
 	for i := range newer {
 		newer[i] = uint64(200 + i)
 	}
-	p.index.Record(0, *chainOf(blocks(newer...)))
+	p.record(0, blocks(newer...))
 	p.setLoad(1, 1) // equally loaded: a miss stays where its slot is
 	if to, d, _ := routeFrom(p, 1, blocks(old...)); to != 1 || d != DecisionMiss {
 		t.Fatalf("went to %d (%s); want 1 (miss): the old conversation left the cache", to, d)
@@ -340,7 +361,7 @@ func benchRoute(b *testing.B, record bool) {
 			hs[i] = n
 		}
 		convs = append(convs, blocks(hs...))
-		p.index.Record(len(convs)%64, *chainOf(convs[len(convs)-1]))
+		p.record(len(convs)%64, convs[len(convs)-1])
 	}
 	for _, u := range p.ups {
 		u.inFlight = 1
@@ -352,10 +373,23 @@ func benchRoute(b *testing.B, record bool) {
 		j := i % len(convs)
 		req := convs[j]
 		if record { // where it was routed before: its blocks are there
-			p.index.Record((j+1)%64, *chainOf(req))
+			p.record((j+1)%64, req)
 		} else {
 			p.route(s, req)
 		}
 		i++
+	}
+}
+
+// TestScrapeSizesTheIndexFromTheReportedCache: an upstream's part of the
+// index takes the cache size its /metrics report, unless configured.
+func TestScrapeSizesTheIndexFromTheReportedCache(t *testing.T) {
+	p := newPool(t, UpstreamConfig{URL: "http://a.invalid", Models: []string{"m"}},
+		UpstreamConfig{URL: "http://b.invalid", Models: []string{"m"}, CacheTokens: 32 * prefix.TokensPerBlock})
+	for _, u := range p.ups {
+		p.applyReading(u, vllmmetrics.Reading{CacheTokens: 64 * prefix.TokensPerBlock}, nil)
+	}
+	if got := []int{p.index.Stat(0).Capacity, p.index.Stat(1).Capacity}; !slices.Equal(got, []int{64, 32}) {
+		t.Fatalf("capacities = %v, want [64 32]: the reported size, and the configured one", got)
 	}
 }

@@ -49,17 +49,18 @@ func (p *Pool) read(ctx context.Context, u *upstream) {
 	}()
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.MetricsInterval)
 	defer cancel()
-	byModel, err := vllmmetrics.Fetch(rctx, p.client, u.url)
+	r, err := vllmmetrics.Fetch(rctx, p.client, u.url)
 	if ctx.Err() != nil {
 		return // shutting down: not the upstream's fault
 	}
-	p.applyReading(u, byModel, err)
+	p.applyReading(u, r, err)
 }
 
 // applyReading feeds one reading, or its failure, to u's learner and
 // says so when u starts or stops falling back to MaxConcurrency. A limit
-// that grew frees room for the models u serves.
-func (p *Pool) applyReading(u *upstream, byModel map[string]vllmmetrics.Gauges, err error) {
+// that grew frees room for the models u serves. The cache size it reports
+// sizes u's part of the prefix index.
+func (p *Pool) applyReading(u *upstream, r vllmmetrics.Reading, err error) {
 	p.mu.Lock()
 	was := u.metricsOK
 	grew := false
@@ -70,7 +71,7 @@ func (p *Pool) applyReading(u *upstream, byModel map[string]vllmmetrics.Gauges, 
 		}
 	} else {
 		u.fails, u.metricsOK = 0, true
-		u.gauges = vllmmetrics.Sum(byModel)
+		u.gauges = vllmmetrics.Sum(r.Models)
 		before := u.limit(false)
 		u.learn.observe(u.gauges, u.inFlight)
 		grew = u.limit(false) > before
@@ -78,6 +79,9 @@ func (p *Pool) applyReading(u *upstream, byModel map[string]vllmmetrics.Gauges, 
 	grew = grew || (!was && u.metricsOK && u.learn.limit > u.max) || (was && !u.metricsOK && u.max > u.learn.limit)
 	now, models, limit, fallback := u.metricsOK, u.models, u.learn.limit, u.max
 	p.mu.Unlock()
+	if p.index != nil && r.CacheTokens > 0 {
+		p.index.Size(u.id, r.CacheTokens)
+	}
 	switch {
 	case was && !now:
 		p.log.Warn("upstream metrics unreadable: its limit falls back to max_concurrency", slog.String("upstream", u.url),

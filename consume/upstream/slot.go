@@ -59,7 +59,7 @@ func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.E
 		cur.used.Store(true)
 	} else if s.p.index != nil && len(req.Prefix) > 0 && req.Upstream == "" && !s.uncounted {
 		s.p.route(s, req)
-		s.p.index.Record(s.u.id, prefix.Chain{Hashes: req.Prefix, Bytes: req.PromptBytes})
+		s.p.record(s.u.id, req)
 	}
 	s.served = cur.u
 	for attempt := 1; ; attempt++ {
@@ -83,7 +83,7 @@ func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.E
 		cur = next
 		s.served, s.matched = next.u, 0
 		if s.p.index != nil && len(req.Prefix) > 0 {
-			s.p.index.Record(next.u.id, prefix.Chain{Hashes: req.Prefix, Bytes: req.PromptBytes})
+			s.p.record(next.u.id, req)
 		}
 	}
 }

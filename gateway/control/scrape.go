@@ -71,5 +71,5 @@ func (s *scraper) one(ctx context.Context, base string) map[string]vllmmetrics.G
 	case err == nil && was:
 		s.logger.Info("control: scrape recovered", "upstream", base)
 	}
-	return g
+	return g.Models
 }

@@ -28,6 +28,10 @@ const (
 	errTolerance = 0.15
 	shrink       = 0.75
 	grow         = 1.25
+	// reportedSlack bounds how far feedback moves a reported size: only
+	// as far as the gateway's four bytes a token may be off the model's
+	// tokenizer.
+	reportedSlack = 2
 )
 
 // Index remembers which blocks each replica probably holds. Create it
@@ -43,8 +47,12 @@ type Index struct {
 
 type replica struct {
 	blocks   lru
-	capacity int     // blocks it may hold
-	fixed    bool    // configured: feedback leaves capacity alone
+	capacity int  // blocks it may hold
+	fixed    bool // configured: feedback leaves capacity alone
+	// reported is the cache's size as the replica reports it, in blocks
+	// (Size); 0 when it does not. Feedback keeps capacity within a
+	// factor reportedSlack of it.
+	reported int
 	err      float64 // smoothed reported − predicted cached part
 }
 
@@ -191,6 +199,24 @@ func (x *Index) clear(r int, h uint64) {
 	}
 }
 
+// Size sets replica r's size to its cache's as the replica reports it
+// (vLLM's num_gpu_blocks × block_size), unless configured: a learned
+// size that starts from a guess can shrink far below the cache, and then
+// the index forgets the conversations the replica still holds. It does
+// nothing while the report stays the same, so that [Index.Feedback]
+// still corrects the gateway's token estimate within reportedSlack.
+func (x *Index) Size(r int, tokens int64) {
+	n := clampBlocks(tokens / TokensPerBlock)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	rep := &x.reps[r]
+	if rep.fixed || tokens <= 0 || rep.reported == n {
+		return
+	}
+	rep.reported, rep.capacity, rep.err = n, n, 0
+	x.fit(r)
+}
+
 // Feedback corrects replica r's size from one response: matched blocks
 // of c were predicted to be in its cache, and it reported cached of its
 // prompt tokens as cache hits. The parts of the prompt are compared, as
@@ -213,13 +239,20 @@ func (x *Index) Feedback(r int, c Chain, matched int, prompt, cached int64) {
 	rep.err += errSmoothing * (reported - predicted - rep.err)
 	switch {
 	case rep.err < -errTolerance:
-		rep.capacity = clampBlocks(int64(float64(min(rep.capacity, rep.blocks.len())) * shrink))
-		rep.err = 0
+		rep.resize(float64(min(rep.capacity, rep.blocks.len())) * shrink)
 		x.fit(r)
 	case rep.err > errTolerance && rep.blocks.len() >= rep.capacity:
-		rep.capacity = clampBlocks(int64(float64(rep.capacity) * grow))
-		rep.err = 0
+		rep.resize(float64(rep.capacity) * grow)
 	}
+}
+
+// resize sets rep's capacity to n blocks, within reportedSlack of its
+// reported size if any, and starts a new error average.
+func (rep *replica) resize(n float64) {
+	if rep.reported > 0 {
+		n = min(max(n, float64(rep.reported)/reportedSlack), float64(rep.reported)*reportedSlack)
+	}
+	rep.capacity, rep.err = clampBlocks(int64(n)), 0
 }
 
 // ReplicaStat is one replica's part of the index.

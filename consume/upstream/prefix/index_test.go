@@ -90,6 +90,36 @@ func TestMoreThan64Replicas(t *testing.T) {
 	}
 }
 
+func TestSizeIsTheReportedCacheAndBoundsFeedback(t *testing.T) {
+	x := NewIndex([]int64{0, 64 * TokensPerBlock})
+	c := Chain{Hashes: make([]uint64, 100), Bytes: 100 * BlockBytes}
+	for i := range c.Hashes {
+		c.Hashes[i] = uint64(i + 1)
+	}
+	x.Record(0, c)
+	x.Size(0, 40*TokensPerBlock)
+	x.Size(1, 40*TokensPerBlock) // configured: stays
+	if got := []int{x.Stat(0).Capacity, x.Stat(0).Blocks, x.Stat(1).Capacity}; !slices.Equal(got, []int{40, 40, 64}) {
+		t.Fatalf("capacity, blocks of 0 and capacity of 1 = %v, want [40 40 64]", got)
+	}
+	// Predicted 100 % cached, reported 20 %, again and again: each report
+	// shrinks the index by a quarter, but not below half the report.
+	for range 5 {
+		x.Feedback(0, Chain{Hashes: c.Hashes[:40], Bytes: 40 * BlockBytes}, 40, 1000, 200)
+	}
+	if got := x.Stat(0).Capacity; got != 20 {
+		t.Fatalf("capacity after misses = %d, want 20 (half of 40)", got)
+	}
+	x.Size(0, 40*TokensPerBlock) // the same report: feedback's size stays
+	if got := x.Stat(0).Capacity; got != 20 {
+		t.Fatalf("capacity after the same report = %d, want 20", got)
+	}
+	x.Size(0, 48*TokensPerBlock) // a new report: taken as it is
+	if got := x.Stat(0).Capacity; got != 48 {
+		t.Fatalf("capacity after a new report = %d, want 48", got)
+	}
+}
+
 func TestFeedbackResizesALearnedReplica(t *testing.T) {
 	x := NewIndex([]int64{0, 1 << 20})
 	c := Chain{Hashes: make([]uint64, 100), Bytes: 100 * BlockBytes}

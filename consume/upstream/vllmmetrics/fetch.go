@@ -13,20 +13,20 @@ const MaxBody = 8 << 20
 
 // Fetch GETs the /metrics of the vLLM server at base (see [URL]) and
 // parses it. ctx bounds the whole exchange.
-func Fetch(ctx context.Context, c *http.Client, base string) (map[string]Gauges, error) {
+func Fetch(ctx context.Context, c *http.Client, base string) (Reading, error) {
 	url := URL(base)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return Reading{}, err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, err
+		return Reading{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)) // let the connection be reused
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return Reading{}, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return Parse(io.LimitReader(resp.Body, MaxBody))
 }

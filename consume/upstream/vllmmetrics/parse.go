@@ -13,8 +13,14 @@ const (
 	metricWaiting = "vllm:num_requests_waiting"
 	metricRunning = "vllm:num_requests_running"
 	metricKVCache = "vllm:kv_cache_usage_perc"
-	labelModel    = "model_name"
+	// metricCache is an info metric: its labels carry the KV cache's
+	// size, in blocks of block_size tokens.
+	metricCache = "vllm:cache_config_info"
+	labelModel  = "model_name"
 )
+
+// maxCacheTokens bounds a reported cache size (a label is any string).
+const maxCacheTokens = 1 << 40
 
 // maxLine bounds one exposition line; vLLM's are far shorter.
 const maxLine = 64 << 10
@@ -28,13 +34,24 @@ type Gauges struct {
 	KVCache float64
 }
 
+// Reading is what one /metrics response says.
+type Reading struct {
+	// Models holds the three gauges per model_name.
+	Models map[string]Gauges
+	// CacheTokens is the KV cache's size in tokens, num_gpu_blocks ×
+	// block_size of vllm:cache_config_info (the largest engine's); 0
+	// when the server does not say.
+	CacheTokens int64
+}
+
 // Parse reads the Prometheus text exposition format and returns the
-// three vLLM gauges per model_name. Other metrics, comments and series
-// without a model_name are skipped. It returns an error only for a
-// malformed line of one of the three gauges or an over-long line, so a
-// new metric that vLLM adds cannot break a reader.
-func Parse(r io.Reader) (map[string]Gauges, error) {
-	out := map[string]Gauges{}
+// three vLLM gauges per model_name and the cache's size. Other metrics,
+// comments and gauge series without a model_name are skipped. It returns
+// an error only for a malformed line of one of the metrics read or an
+// over-long line, so a new metric that vLLM adds cannot break a reader;
+// cache labels that are not positive integers are ignored.
+func Parse(r io.Reader) (Reading, error) {
+	out := Reading{Models: map[string]Gauges{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
 	for n := 1; sc.Scan(); n++ {
@@ -43,14 +60,19 @@ func Parse(r io.Reader) (map[string]Gauges, error) {
 		if !ok {
 			continue
 		}
-		model, v, err := parseSample(line[len(name):])
+		l, v, err := parseSample(line[len(name):])
 		if err != nil {
-			return nil, fmt.Errorf("metrics line %d: %s: %w", n, name, err)
+			return Reading{}, fmt.Errorf("metrics line %d: %s: %w", n, name, err)
 		}
+		if name == metricCache {
+			out.CacheTokens = max(out.CacheTokens, l.cacheTokens())
+			continue
+		}
+		model := l.model
 		if model == "" {
 			continue
 		}
-		g := out[model]
+		g := out.Models[model]
 		switch name {
 		case metricWaiting:
 			g.Waiting += v
@@ -59,16 +81,19 @@ func Parse(r io.Reader) (map[string]Gauges, error) {
 		case metricKVCache:
 			g.KVCache = max(g.KVCache, v)
 		}
-		out[model] = g
+		out.Models[model] = g
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return Reading{}, err
+	}
+	return out, nil
 }
 
 // wanted returns the metric name when line is a sample of a gauge read
 // here. The name must be followed by '{' or a space, so that e.g.
 // vllm:num_requests_waiting_by_reason is not mistaken for it.
 func wanted(line string) (string, bool) {
-	for _, name := range [...]string{metricWaiting, metricRunning, metricKVCache} {
+	for _, name := range [...]string{metricWaiting, metricRunning, metricKVCache, metricCache} {
 		if strings.HasPrefix(line, name) && len(line) > len(name) {
 			if c := line[len(name)]; c == '{' || c == ' ' || c == '\t' {
 				return name, true
@@ -78,48 +103,70 @@ func wanted(line string) (string, bool) {
 	return "", false
 }
 
+// labels are the labels read of a sample.
+type labels struct {
+	model                string // model_name
+	blockSize, gpuBlocks string // block_size, num_gpu_blocks
+}
+
+// cacheTokens is num_gpu_blocks × block_size, or 0 unless both are
+// positive integers and the product is below maxCacheTokens.
+func (l labels) cacheTokens() int64 {
+	size, err1 := strconv.ParseInt(l.blockSize, 10, 64)
+	blocks, err2 := strconv.ParseInt(l.gpuBlocks, 10, 64)
+	if err1 != nil || err2 != nil || size <= 0 || blocks <= 0 || blocks > maxCacheTokens/size {
+		return 0
+	}
+	return size * blocks
+}
+
 // parseSample parses `{labels} value [timestamp]` and returns the
-// model_name label and the value.
-func parseSample(s string) (model string, v float64, err error) {
+// labels read and the value.
+func parseSample(s string) (l labels, v float64, err error) {
 	if strings.HasPrefix(s, "{") {
 		var rest string
-		model, rest, err = parseLabels(s[1:])
+		l, rest, err = parseLabels(s[1:])
 		if err != nil {
-			return "", 0, err
+			return labels{}, 0, err
 		}
 		s = rest
 	}
 	fields := strings.Fields(s)
 	if len(fields) == 0 || len(fields) > 2 {
-		return "", 0, fmt.Errorf("want `value [timestamp]`, got %q", s)
+		return labels{}, 0, fmt.Errorf("want `value [timestamp]`, got %q", s)
 	}
 	v, err = strconv.ParseFloat(fields[0], 64)
 	if err != nil {
-		return "", 0, fmt.Errorf("value: %w", err)
+		return labels{}, 0, fmt.Errorf("value: %w", err)
 	}
-	return model, v, nil
+	return l, v, nil
 }
 
 // parseLabels reads `name="value",...}` (the opening brace consumed) and
-// returns the model_name value and what follows the closing brace.
-// Values may hold the escapes \\, \" and \n.
-func parseLabels(s string) (model, rest string, err error) {
+// returns the labels read and what follows the closing brace. Values may
+// hold the escapes \\, \" and \n.
+func parseLabels(s string) (l labels, rest string, err error) {
 	for {
 		s = strings.TrimLeft(s, " \t")
 		if strings.HasPrefix(s, "}") {
-			return model, s[1:], nil
+			return l, s[1:], nil
 		}
 		eq := strings.IndexByte(s, '=')
 		if eq <= 0 || eq+1 >= len(s) || s[eq+1] != '"' {
-			return "", "", fmt.Errorf("malformed label in %q", s)
+			return labels{}, "", fmt.Errorf("malformed label in %q", s)
 		}
 		name := strings.TrimSpace(s[:eq])
 		val, n, err := unquote(s[eq+2:])
 		if err != nil {
-			return "", "", err
+			return labels{}, "", err
 		}
-		if name == labelModel {
-			model = val
+		switch name {
+		case labelModel:
+			l.model = val
+		case "block_size":
+			l.blockSize = val
+		case "num_gpu_blocks":
+			l.gpuBlocks = val
 		}
 		s = strings.TrimLeft(s[eq+2+n:], " \t")
 		s = strings.TrimPrefix(s, ",")

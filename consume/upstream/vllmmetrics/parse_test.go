@@ -19,6 +19,10 @@ vllm:kv_cache_usage_perc{engine="0",model_name="meta-llama/Llama-3-8B"} 0.25
 vllm:kv_cache_usage_perc{engine="1",model_name="meta-llama/Llama-3-8B"} 0.75
 vllm:num_requests_waiting{engine="0"} 42
 vllm:time_to_first_token_seconds_bucket{le="0.001",model_name="meta-llama/Llama-3-8B"} 0.0
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="True",engine="0",num_gpu_blocks="27480"} 1.0
+vllm:cache_config_info{block_size="16",engine="1",num_gpu_blocks="27000"} 1.0
+vllm:cache_config_info_extra{block_size="16",num_gpu_blocks="99999999"} 1.0
 `
 
 func TestParseGauges(t *testing.T) {
@@ -26,12 +30,26 @@ func TestParseGauges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Gauges{
+	want := Reading{Models: map[string]Gauges{
 		"meta-llama/Llama-3-8B": {Waiting: 12, Running: 5, KVCache: 0.75},
 		`odd "name"\x`:          {Waiting: 10},
-	}
+	}, CacheTokens: 27480 * 16}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Parse = %#v\nwant %#v", got, want)
+	}
+}
+
+func TestParseIgnoresCacheLabelsThatAreNotSizes(t *testing.T) {
+	for _, in := range []string{
+		`vllm:cache_config_info{block_size="16"} 1`,
+		`vllm:cache_config_info{block_size="16",num_gpu_blocks="None"} 1`,
+		`vllm:cache_config_info{block_size="-16",num_gpu_blocks="100"} 1`,
+		`vllm:cache_config_info{block_size="16",num_gpu_blocks="999999999999999999"} 1`,
+	} {
+		got, err := Parse(strings.NewReader(in))
+		if err != nil || got.CacheTokens != 0 {
+			t.Errorf("Parse(%q) = %d tokens, %v; want 0, nil", in, got.CacheTokens, err)
+		}
 	}
 }
 
