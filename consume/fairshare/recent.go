@@ -17,9 +17,8 @@ const DefaultForgetAfter = time.Minute
 // needs, so that [Scheduler.Access] costs the same with ten buckets or
 // ten thousand: their weight, and per weight the number of flows by how
 // many requests each runs and the most it ran at once while recent (its
-// peak). A flow is counted while it is recent; leave and enter recount it
-// around every change, and expire uncounts the flows whose window has
-// passed.
+// peak). A flow is counted while it is recent; enter recounts it after
+// every change, and expire uncounts the flows whose window has passed.
 type recentSet struct {
 	weight  float64
 	classes map[float64]*weightClass
@@ -38,9 +37,17 @@ type weightClass struct {
 // usage is what a recent flow runs now and the most it ran at once.
 type usage struct{ busy, peak int }
 
+// count counts f with its weight and usage now, moving it from the
+// class it was counted in if they changed.
 func (r *recentSet) count(f *flow) {
+	f.peak = max(f.peak, f.busy())
+	u := usage{f.busy(), f.peak}
 	if f.counted {
-		return
+		if f.cw == f.weight {
+			r.move(f, u)
+			return
+		}
+		r.uncount(f)
 	}
 	if r.classes == nil {
 		r.classes = map[float64]*weightClass{}
@@ -50,11 +57,23 @@ func (r *recentSet) count(f *flow) {
 		c = &weightClass{busy: map[usage]int{}}
 		r.classes[f.weight] = c
 	}
-	f.peak = max(f.peak, f.busy())
-	f.counted, f.cw, f.cu = true, f.weight, usage{f.busy(), f.peak}
+	f.counted, f.cw, f.cu = true, f.weight, u
 	c.n++
-	c.busy[f.cu]++
+	c.busy[u]++
 	r.weight += f.cw
+}
+
+// move recounts a counted f in its weight's class with usage u.
+func (r *recentSet) move(f *flow, u usage) {
+	if f.cu == u {
+		return
+	}
+	c := r.classes[f.cw]
+	if c.busy[f.cu]--; c.busy[f.cu] == 0 {
+		delete(c.busy, f.cu)
+	}
+	c.busy[u]++
+	f.cu = u
 }
 
 func (r *recentSet) uncount(f *flow) {
@@ -119,6 +138,7 @@ func (r *recentSet) maxWeight() float64 {
 // held.
 func (s *Scheduler) recount(m *model, f *flow) {
 	if !f.active() && s.clock-f.seenAt >= s.window {
+		m.recent.uncount(f)
 		return
 	}
 	m.recent.count(f)

@@ -308,8 +308,12 @@ func (s *Scheduler) GrantHold(k policy.Key, now time.Time) bool {
 	if f == nil || f.hidx < 0 {
 		return false
 	}
-	s.grant(f)
-	s.hold(f, now)
+	m := f.m
+	m.leave(f)
+	m.take(f)
+	f.held++
+	m.enter(f)
+	s.chargeHold(f, now)
 	return true
 }
 
@@ -317,8 +321,14 @@ func (s *Scheduler) GrantHold(k policy.Key, now time.Time) bool {
 func (s *Scheduler) grant(f *flow) {
 	m := f.m
 	m.leave(f)
-	m.heaps[f.band].remove(f.hidx)
+	m.take(f)
 	m.enter(f)
+}
+
+// take removes f from its wait set for a grant. Requires mu held, f
+// waiting and out of m's sums (leave).
+func (m *model) take(f *flow) {
+	m.heaps[f.band].remove(f.hidx)
 	m.floor[f.band] = max(m.floor[f.band], f.counter)
 	m.grants[f.band]++
 }
@@ -342,6 +352,11 @@ func (s *Scheduler) hold(f *flow, now time.Time) {
 	m.leave(f)
 	f.held++
 	m.enter(f)
+	s.chargeHold(f, now)
+}
+
+// chargeHold charges f for the hold it just took. Requires mu held.
+func (s *Scheduler) chargeHold(f *flow, now time.Time) {
 	f.heldCharge += f.meanCost
 	s.charge(f, f.meanCost, now)
 }
@@ -350,15 +365,23 @@ func (s *Scheduler) hold(f *flow, now time.Time) {
 // held, and f.held > 0.
 func (s *Scheduler) unhold(f *flow, now time.Time) {
 	m := f.m
-	back := f.heldCharge / float64(f.held)
 	m.leave(f)
-	f.held--
+	back := f.dropHold()
 	m.enter(f)
+	s.charge(f, -back, now)
+}
+
+// dropHold takes one hold off f and returns what it was charged, for the
+// caller to give back. Requires mu held, f.held > 0, and f out of its
+// model's sums (model.leave).
+func (f *flow) dropHold() float64 {
+	back := f.heldCharge / float64(f.held)
+	f.held--
 	f.heldCharge -= back
 	if f.held == 0 {
 		f.heldCharge = 0 // no float residue
 	}
-	s.charge(f, -back, now)
+	return back
 }
 
 // Unhold gives back a Hold whose slot was released without a Start.
@@ -382,12 +405,14 @@ func (s *Scheduler) Start(k policy.Key, cost float64, now time.Time) {
 	defer s.mu.Unlock()
 	f := s.flow(k)
 	m := f.m
-	if f.held > 0 {
-		s.unhold(f, now)
-	}
 	m.leave(f)
+	var back float64
+	if f.held > 0 {
+		back = f.dropHold()
+	}
 	f.running++
 	m.enter(f)
+	s.charge(f, -back, now)
 	m.seen[f.band] = now.UnixNano()
 	s.see(f, now.UnixNano())
 	f.meanCost = ewma(f.meanCost, cost)
@@ -495,11 +520,10 @@ func (s *Scheduler) forget(f *flow) {
 	}
 }
 
-// leave takes f out of m's active and recent sums before a change to
-// it; enter puts it back after the change if it is active or recent
-// then. Requires mu held.
+// leave takes f out of m's active sums before a change to it; enter puts
+// it back after the change if it is active then, and recounts it in the
+// recent sums (which nothing reads between the two). Requires mu held.
 func (m *model) leave(f *flow) {
-	m.recent.uncount(f)
 	if !f.active() {
 		return
 	}
