@@ -71,7 +71,7 @@ func (p *Pool) pick(model, url string, counted bool) (*slot, error) {
 		return nil, fmt.Errorf("%w: no available upstream serves %q", ErrUpstreamUnavailable, model)
 	}
 	if counted {
-		best.add(1, now)
+		p.add(best, 1, now)
 	}
 	return &slot{p: p, u: best, uncounted: !counted}, nil
 }

@@ -40,10 +40,12 @@ func decay(t float64) float64 {
 	return 1 / (1 + t*(1+t*(0.5+t/6)))
 }
 
-// add changes u's requests in flight by n at now, bringing its recent
-// load up to date first. Requires Pool.mu held.
-func (u *upstream) add(n int, now time.Time) {
+// add changes u's requests in flight by n at now, and the pool's, bringing
+// their recent loads up to date first. Requires Pool.mu held.
+func (p *Pool) add(u *upstream, n int, now time.Time) {
 	t := loadClock(now)
 	u.load = recentLoad{mean: u.load.at(t, u.inFlight), since: t}
 	u.inFlight += n
+	p.all.load = recentLoad{mean: p.all.load.at(t, p.all.inFlight), since: t}
+	p.all.inFlight += n
 }

@@ -24,9 +24,16 @@ type Pool struct {
 	client *http.Client
 	log    *slog.Logger
 
-	mu   sync.Mutex // guards ups' mutable fields and next
+	mu   sync.Mutex // guards ups' mutable fields, next and all
 	ups  []*upstream
 	next int // rotates the starting point so ties spread out
+	// all is every upstream's requests in flight together and their
+	// recent load: the sum of the upstreams' recent loads, which have
+	// one time constant. Change it with add.
+	all struct {
+		inFlight int
+		load     recentLoad
+	}
 	// index is where prompt prefixes were routed; nil unless
 	// Routing.Policy is RoutePrefix. It has its own lock, never taken
 	// with mu held.
@@ -146,7 +153,7 @@ func (p *Pool) acquire(model string, skip *upstream, headroom bool) *slot {
 		return nil
 	}
 	p.next++
-	best.add(1, now)
+	p.add(best, 1, now)
 	return &slot{p: p, u: best, headroom: headroom}
 }
 
@@ -178,7 +185,7 @@ func (u *upstream) limit(headroom bool) int {
 
 func (p *Pool) release(u *upstream) {
 	p.mu.Lock()
-	u.add(-1, time.Now())
+	p.add(u, -1, time.Now())
 	models := u.models
 	p.mu.Unlock()
 	p.freed(models)

@@ -50,8 +50,8 @@ func (p *Pool) route(s *slot, req *consume.Request) {
 	now := time.Now()
 	to, decision := p.choose(from, req.Key.Model, matched, s.headroom, now)
 	if to != from {
-		from.add(-1, now)
-		to.add(1, now)
+		p.add(from, -1, now)
+		p.add(to, 1, now)
 		s.u = to
 	}
 	to.routed[decision]++
@@ -98,11 +98,7 @@ func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool
 	d := decision{matched: matched, from: from, clock: loadClock(now), miss: longest == 0,
 		bound: p.cfg.Routing.LoadBound*float64(total)/float64(max(len(cands), 1)) + 1}
 	if holders == 1 {
-		var recent float64
-		for _, u := range cands {
-			recent += u.load.at(d.clock, u.inFlight)
-		}
-		d.recentBound = p.cfg.Routing.LoadBound*recent/float64(len(cands)) + 1
+		d.recentBound = p.cfg.Routing.LoadBound*p.recentLoad(cands, d.clock)/float64(len(cands)) + 1
 	}
 	best := from
 	for _, u := range cands {
@@ -186,6 +182,20 @@ func (u *upstream) room(headroom, holds bool) int {
 		return u.learn.ceiling + u.limit(headroom) - u.limit(false)
 	}
 	return u.limit(headroom)
+}
+
+// recentLoad is the sum of cands' recent loads at clock: the pool's when
+// every upstream is a candidate, one sum less per upstream. Requires
+// Pool.mu held.
+func (p *Pool) recentLoad(cands []*upstream, clock int64) float64 {
+	if len(cands) == len(p.ups) {
+		return p.all.load.at(clock, p.all.inFlight)
+	}
+	var sum float64
+	for _, u := range cands {
+		sum += u.load.at(clock, u.inFlight)
+	}
+	return sum
 }
 
 // load is u's requests in flight other than the one being routed.

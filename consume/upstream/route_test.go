@@ -3,6 +3,7 @@ package upstream
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -30,10 +31,16 @@ func routePool(t *testing.T, n, maxConc int, cacheTokens int64) *Pool {
 func (p *Pool) setLoad(inFlight ...int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i, n := range inFlight {
-		p.ups[i].inFlight = n
-		p.ups[i].load = recentLoad{mean: float64(n), since: loadClock(time.Now())}
+	now := loadClock(time.Now())
+	p.all.inFlight = 0
+	for i, u := range p.ups {
+		if i < len(inFlight) {
+			u.inFlight = inFlight[i]
+			u.load = recentLoad{mean: float64(u.inFlight), since: now}
+		}
+		p.all.inFlight += u.inFlight
 	}
+	p.all.load = recentLoad{mean: float64(p.all.inFlight), since: now}
 }
 
 // burst changes upstream i's requests in flight by n now: its recent
@@ -41,7 +48,7 @@ func (p *Pool) setLoad(inFlight ...int) {
 func (p *Pool) burst(i, n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.ups[i].add(n, time.Now())
+	p.add(p.ups[i], n, time.Now())
 }
 
 func (p *Pool) loads() []int {
@@ -275,7 +282,6 @@ func TestRouteFollowsTheConversation(t *testing.T) {
 	p := routePool(t, 4, 8, 1<<20)
 	first, _, _ := routeFrom(p, 3, blocks(10, 11))
 	p.setLoad(0, 0, 0, 0)
-	p.ups[first].inFlight = 0
 	// Turn two extends turn one; it starts from another upstream and
 	// comes back to the one that prefilled turn one.
 	p.setLoad(0, 1, 0, 0)
@@ -363,9 +369,11 @@ func benchRoute(b *testing.B, record bool) {
 		convs = append(convs, blocks(hs...))
 		p.record(len(convs)%64, convs[len(convs)-1])
 	}
-	for _, u := range p.ups {
-		u.inFlight = 1
+	ones := make([]int, len(p.ups))
+	for i := range ones {
+		ones[i] = 1
 	}
+	p.setLoad(ones...)
 	s := &slot{p: p, u: p.ups[0]}
 	b.ReportAllocs()
 	i := 0
@@ -392,4 +400,33 @@ func TestScrapeSizesTheIndexFromTheReportedCache(t *testing.T) {
 	if got := []int{p.index.Stat(0).Capacity, p.index.Stat(1).Capacity}; !slices.Equal(got, []int{64, 32}) {
 		t.Fatalf("capacities = %v, want [64 32]: the reported size, and the configured one", got)
 	}
+}
+
+// TestPoolRecentLoadIsTheSumOfTheUpstreams: the pool's recent load,
+// kept as one sum, follows the sum of its upstreams' within the decay's
+// approximation.
+func TestPoolRecentLoadIsTheSumOfTheUpstreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := routePool(t, 3, 0, 1<<20)
+		steps := []struct {
+			up, n int
+			wait  time.Duration
+		}{{0, 3, 0}, {1, 2, 300 * time.Millisecond}, {0, -1, 10 * time.Millisecond}, {2, 5, time.Second},
+			{1, -2, 2 * time.Millisecond}, {2, -3, 700 * time.Millisecond}, {0, 1, 3 * time.Second}}
+		for _, st := range steps {
+			time.Sleep(st.wait)
+			p.burst(st.up, st.n)
+			p.mu.Lock()
+			clock := loadClock(time.Now().Add(400 * time.Millisecond))
+			var sum float64
+			for _, u := range p.ups {
+				sum += u.load.at(clock, u.inFlight)
+			}
+			all := p.recentLoad(p.ups, clock)
+			p.mu.Unlock()
+			if math.Abs(all-sum) > 0.05*sum {
+				t.Fatalf("after %+v: the pool's recent load %.3f, the upstreams' sum %.3f", st, all, sum)
+			}
+		}
+	})
 }

@@ -17,7 +17,8 @@
 // replica's own cache evicts the least recently used blocks first, so
 // entries leave the index as they would leave the cache. A [Index.Match]
 // walks a chain once and reports, for every replica, how many leading
-// blocks it holds. The index is sized per replica, and [Index.Feedback]
+// blocks it holds. The index is sized per replica, as configured or as
+// the replica reports its cache ([Index.Size]), and [Index.Feedback]
 // corrects it from the cached token counts the replica reports.
 //
 // The package starts no goroutines and reads no clock. An Index is safe
