@@ -23,6 +23,7 @@ func (p *Pool) markDown(u *upstream, cause error) {
 		u.backoff = min(2*u.backoff, p.cfg.MaxDownBackoff)
 	}
 	u.healthy, u.downUntil = false, now.Add(u.backoff)
+	u.conv.clear()
 	backoff := u.backoff
 	p.mu.Unlock()
 	if p.index != nil {

@@ -24,7 +24,7 @@ type Pool struct {
 	client *http.Client
 	log    *slog.Logger
 
-	mu   sync.Mutex // guards ups' mutable fields, next and all
+	mu   sync.Mutex // guards ups' mutable fields, next, all and live
 	ups  []*upstream
 	next int // rotates the starting point so ties spread out
 	// all is every upstream's requests in flight together and their
@@ -34,6 +34,7 @@ type Pool struct {
 		inFlight int
 		load     recentLoad
 	}
+	live liveConversations // the window of every upstream's conv
 	// index is where prompt prefixes were routed; nil unless
 	// Routing.Policy is RoutePrefix. It has its own lock, never taken
 	// with mu held.
@@ -67,6 +68,7 @@ type upstream struct {
 	backoff   time.Duration
 	errors    uint64
 	routed    map[string]uint64 // routing decisions (Decision*) that sent a request here
+	conv      liveSet           // the conversations it holds that are still going
 
 	// The prompt tokens of the responses it served and how many of them
 	// it reported as prefix-cache hits (when it reports them). Atomic:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/consume/upstream/prefix"
+	"github.com/pacegate/pacegate/policy"
 )
 
 // Routing policies.
@@ -48,11 +49,14 @@ func (p *Pool) route(s *slot, req *consume.Request) {
 	p.mu.Lock()
 	from := s.u
 	now := time.Now()
-	to, decision := p.choose(from, req.Key.Model, matched, s.headroom, now)
+	to, decision := p.choose(from, req.Key, matched, s.headroom, now)
 	if to != from {
 		p.add(from, -1, now)
 		p.add(to, 1, now)
 		s.u = to
+	}
+	if conv, ok := conversation(req.Prefix); ok {
+		p.live.touch(&to.conv, conv, req.Key.Tenant, loadClock(now))
 	}
 	to.routed[decision]++
 	freed := from.models
@@ -74,17 +78,17 @@ func (p *Pool) record(id int, req *consume.Request) {
 }
 
 // choose is where a request holding a slot on from should go: among the
-// available upstreams serving model that have room (from has: its slot
+// available upstreams serving key's model that have room (from has: its slot
 // is the request's), within the load bound, the one holding the most
 // blocks (matched, by upstream id), then the least loaded, then from.
 // An upstream holding part of the prompt has room up to its hard limit,
 // not only its learned one (see [upstream.room]). Requires Pool.mu held.
-func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool, now time.Time) (*upstream, string) {
+func (p *Pool) choose(from *upstream, key policy.Key, matched []int, headroom bool, now time.Time) (*upstream, string) {
 	var buf [64]*upstream // the candidates; on the stack for pools of up to 64
 	cands := buf[:0]
 	total, longest, holders := 0, 0, 0
 	for _, u := range p.ups {
-		if u.available(now) && u.serves(model) {
+		if u.available(now) && u.serves(key.Model) {
 			cands = append(cands, u)
 			total += u.inFlight
 			switch m := matched[u.id]; {
@@ -95,7 +99,7 @@ func (p *Pool) choose(from *upstream, model string, matched []int, headroom bool
 			}
 		}
 	}
-	d := decision{matched: matched, from: from, clock: loadClock(now), miss: longest == 0,
+	d := decision{matched: matched, from: from, clock: loadClock(now), miss: longest == 0, live: &p.live, tenant: key.Tenant,
 		bound: p.cfg.Routing.LoadBound*float64(total)/float64(max(len(cands), 1)) + 1}
 	if holders == 1 {
 		d.recentBound = p.cfg.Routing.LoadBound*p.recentLoad(cands, d.clock)/float64(len(cands)) + 1
@@ -122,6 +126,8 @@ type decision struct {
 	from    *upstream // where the request's slot is
 	clock   int64     // loadClock at the decision
 	miss    bool      // no upstream holds any of the prompt
+	live    *liveConversations
+	tenant  string // the request's
 	// bound is load_bound × the mean of the candidates' requests in
 	// flight, + 1; recentBound is load_bound × the mean of their recent
 	// loads, + 1, when one candidate alone holds the longest prefix.
@@ -154,14 +160,21 @@ func (d *decision) admits(u *upstream, headroom, holds, sole bool) bool {
 
 // better: u holds more of the prefix than best, or as much with fewer
 // requests in flight (from's count includes the request itself). On a
-// miss, with a lower recent load: a new conversation's turns will follow
-// it, so it goes where the conversations held are fewest, not where a
-// moment's count is lowest.
+// miss, with fewer live conversations, then one of the tenant's, then a
+// lower recent load: a new conversation's turns will follow it, so it
+// goes where the conversations held are fewest, not where a moment's
+// count is lowest (see liveConversations).
 func (d *decision) better(u, best *upstream) bool {
 	if d.matched[u.id] != d.matched[best.id] {
 		return d.matched[u.id] > d.matched[best.id]
 	}
 	if d.miss {
+		if a, b := d.live.count(&u.conv, d.clock), d.live.count(&best.conv, d.clock); a != b {
+			return a < b
+		}
+		if a, b := u.conv.holds(d.tenant), best.conv.holds(d.tenant); a != b {
+			return a
+		}
 		return u.load.at(d.clock, u.inFlight) < best.load.at(d.clock, best.inFlight)
 	}
 	return u.inFlight < load(best, d.from)

@@ -430,3 +430,47 @@ func TestPoolRecentLoadIsTheSumOfTheUpstreams(t *testing.T) {
 		}
 	})
 }
+
+// TestRouteSendsANewConversationWhereFewestAreLive: a miss goes to the
+// upstream with the fewest conversations still going, before the lowest
+// recent load, and then to one where its tenant has a conversation; a
+// conversation silent for the window (four mean gaps between turns, at
+// least a second) no longer counts.
+func TestRouteSendsANewConversationWhereFewestAreLive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := routePool(t, 3, 0, 1<<20)
+		p.learnedAt(10)
+		turn := func(up, conv int) { // a turn of conv on up, as route records it
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.live.touch(&p.ups[up].conv, uint64(conv), "a", loadClock(time.Now()))
+		}
+		for range 3 { // turns 100 ms apart
+			turn(0, 1)
+			turn(0, 2)
+			turn(1, 3)
+			turn(2, 5)
+			turn(2, 6)
+			time.Sleep(100 * time.Millisecond)
+		}
+		p.setLoad(2, 2, 1) // 2 has run the least
+		if to, d, _ := routeFrom(p, 2, blocks(4, 100)); to != 1 || d != DecisionMiss {
+			t.Fatalf("went to %d (%s); want 1 (miss): one conversation is live there, two on 0 and 2", to, d)
+		}
+		for range 12 { // only 1 and 4 go on
+			time.Sleep(100 * time.Millisecond)
+			turn(0, 1)
+			turn(1, 4)
+		}
+		p.setLoad(1, 1, 1)
+		ofU := func(r *consume.Request) *consume.Request { r.Key.Tenant = "u"; return r }
+		if to, d, _ := routeFrom(p, 0, ofU(blocks(7, 100))); to != 2 || d != DecisionMiss {
+			t.Fatalf("went to %d (%s); want 2 (miss): its conversations ended over a second ago", to, d)
+		}
+		// One live conversation on each; tenant u's is on 2.
+		p.setLoad(2, 1, 2)
+		if to, d, _ := routeFrom(p, 0, ofU(blocks(8, 100))); to != 2 || d != DecisionMiss {
+			t.Fatalf("went to %d (%s); want 2 (miss): as many live everywhere, and the tenant's is there", to, d)
+		}
+	})
+}
