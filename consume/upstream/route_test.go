@@ -182,15 +182,21 @@ func TestRouteKeepsOthersWithinTheirLearnedLimits(t *testing.T) {
 	}
 }
 
-// TestRouteBoundsTheRecentLoad: within its learned limit a holder is
-// bounded by its recent load, not by a moment's requests in flight.
+// holderPool is four upstreams that learned a limit of 10, upstream 0
+// holding the prompt of blocks 1, 2, 3.
+func holderPool(t *testing.T) *Pool {
+	t.Helper()
+	p := routePool(t, 4, 0, 1<<20)
+	p.learnedAt(10)
+	p.record(0, blocks(1, 2, 3))
+	return p
+}
+
 // TestRouteBoundsTheRecentLoadByTheMeanRecentLoad: a pool quieter for a
 // moment than over the last second keeps a conversation where it is.
 func TestRouteBoundsTheRecentLoadByTheMeanRecentLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := routePool(t, 4, 0, 1<<20)
-		p.learnedAt(10)
-		p.record(0, blocks(1, 2, 3))
+		p := holderPool(t)
 		p.setLoad(5, 5, 5, 5)
 		for i, n := range []int{-1, -4, -4, -3} {
 			p.burst(i, n)
@@ -203,11 +209,11 @@ func TestRouteBoundsTheRecentLoadByTheMeanRecentLoad(t *testing.T) {
 	})
 }
 
+// TestRouteBoundsTheRecentLoad: within its learned limit a holder is
+// bounded by its recent load, not by a moment's requests in flight.
 func TestRouteBoundsTheRecentLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := routePool(t, 4, 0, 1<<20)
-		p.learnedAt(10)
-		p.record(0, blocks(1, 2, 3))
+		p := holderPool(t)
 		// Upstream 0 has run 2 like the others, and 6 of its turns have
 		// just started: in flight 6 is over 1.25 × 3 + 1, its recent
 		// load 2 is not.
