@@ -64,12 +64,21 @@ func (q *Queue) LiteTopic(k policy.Key) string {
 // when the backend cannot be reached, and with ctx's error. Nothing is
 // left behind when it fails.
 func (q *Queue) Submit(ctx context.Context, req *Request) (*Pending, error) {
+	return q.SubmitTo(ctx, req, nil)
+}
+
+// SubmitTo is Submit with the response's events delivered to sink rather
+// than on the Pending's channel (see [Sink]); a nil sink is Submit.
+func (q *Queue) SubmitTo(ctx context.Context, req *Request, sink Sink) (*Pending, error) {
 	seq, _, ok := q.ledger.add(req.Key, req.Submitted, req.MaxBacklog)
 	if !ok {
 		return nil, &FullError{Scope: ScopeBucket, LiteTopic: q.LiteTopic(req.Key), Limit: int64(req.MaxBacklog)}
 	}
-	p := newPending(ctx, req)
+	p := newPending(ctx, req, sink)
 	p.seq = seq
+	if sink != nil {
+		sink.Attach(p)
+	}
 	q.reg.Store(req.ID, p)
 	q.count.Add(1)
 	err := q.backend.Publish(ctx, &Message{

@@ -120,6 +120,7 @@ type Pending struct {
 
 	seq    uint64 // its entry in the bucket's ledger
 	events chan Event
+	sink   Sink // when set, Send hands events to it instead of events
 	// chunks holds the Data of the last chunks sent, reused in turn so
 	// that a streamed chunk costs no allocation; next is the one to use.
 	// Only the sending goroutine touches them (see Send).
@@ -142,23 +143,51 @@ const eventBuffer = 16
 // chunk's Data stays valid until the next event is received.
 const chunkBuffers = eventBuffer + 2
 
-func newPending(ctx context.Context, req *Request) *Pending {
-	return &Pending{Req: req, Ctx: ctx, events: make(chan Event, eventBuffer)}
+func newPending(ctx context.Context, req *Request, sink Sink) *Pending {
+	p := &Pending{Req: req, Ctx: ctx, sink: sink}
+	if sink == nil {
+		p.events = make(chan Event, eventBuffer)
+	}
+	return p
 }
 
-// Events is the channel the HTTP handler reads.
+// Sink takes a response's events on the goroutine that produces them,
+// instead of a channel the handler reads: a streamed chunk then goes from
+// the upstream's read to the client's write on one goroutine, as through a
+// bare proxy, where the channel parks and wakes a second goroutine per
+// chunk.
+type Sink interface {
+	// Attach is called once, with the request's Pending, before any
+	// event is delivered (and before the request is published).
+	Attach(*Pending)
+	// Deliver is called with the response's events in order, one call at
+	// a time (not always from the same goroutine). An EventChunk's Data
+	// is valid only during the call. It returns an error when nobody
+	// takes the response any more (the client left, or the handler ended
+	// it); the caller then stops, as when Send returns the client's
+	// context error.
+	Deliver(Event) error
+}
+
+// Events is the channel the HTTP handler reads; nil (a receive never
+// completes) when the request was submitted with a Sink.
 func (p *Pending) Events() <-chan Event { return p.events }
 
-// Send delivers ev to the handler. It blocks while the channel is full and
-// returns the context's error if the client has gone: a chunk is never
-// dropped while someone is listening. An EventChunk's Data is copied
-// (into a reused buffer), so the caller may reuse its own; chunks are
-// sent by one goroutine at a time (the upstream call's).
+// Send delivers ev to the handler: to its Sink, or on the channel. On the
+// channel it blocks while the channel is full and returns the context's
+// error if the client has gone: a chunk is never dropped while someone is
+// listening. An EventChunk's Data is copied (into a reused buffer), so
+// the caller may reuse its own; chunks are sent by one goroutine at a
+// time (the upstream call's).
 func (p *Pending) Send(ev Event) error {
+	if ev.Kind != EventChunk && ev.At.IsZero() {
+		ev.At = time.Now() // a chunk is not stamped: nobody reads it, and it is a clock read per chunk
+	}
+	if p.sink != nil {
+		return p.sink.Deliver(ev)
+	}
 	if ev.Kind == EventChunk {
 		ev.Data = p.keep(ev.Data)
-	} else if ev.At.IsZero() {
-		ev.At = time.Now() // a chunk is not stamped: nobody reads it, and it is a clock read per chunk
 	}
 	select {
 	case p.events <- ev:
@@ -230,7 +259,7 @@ func (p *Pending) ReleasedAt() time.Time {
 // Cancelling ctx aborts do; the caller cancels ctx and then calls wait,
 // which returns once the goroutine has.
 func Direct(ctx context.Context, req *Request, do func(context.Context, *Request, func(Event) error) error) (p *Pending, wait func()) {
-	p = newPending(ctx, req)
+	p = newPending(ctx, req, nil)
 	p.claim(time.Now())
 	done := make(chan struct{})
 	go func() {

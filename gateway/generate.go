@@ -49,9 +49,15 @@ func (s *Server) serve(rt *route) http.HandlerFunc {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		x.ctx = ctx
+		gw, release := guardWrites(w, s.cfg.WriteStallTimeout)
+		defer release()
+		var sink *streamSink
+		if x.req.Stream {
+			sink = s.newStreamSink(gw, x)
+		}
 		if rt.kind == kindQueued {
-			if e := s.submit(x); e != nil {
-				s.refuse(w, rt, x, e)
+			if e := s.submit(x, sink); e != nil {
+				s.refuse(gw, rt, x, e)
 				return
 			}
 			defer s.cfg.Queue.Finish(x.pending)
@@ -60,9 +66,7 @@ func (s *Server) serve(rt *route) http.HandlerFunc {
 			x.pending = p
 			defer func() { cancel(); wait() }()
 		}
-		gw, release := guardWrites(w, s.cfg.WriteStallTimeout)
-		defer release()
-		s.finish(x, s.respond(gw, r, x))
+		s.finish(x, s.respond(gw, r, x, sink))
 	}
 }
 
@@ -211,11 +215,18 @@ func (s *Server) upstreamRequest(x *exchange) *consume.Request {
 	}
 }
 
-// submit hands the request to the queue.
-func (s *Server) submit(x *exchange) *APIError {
-	p, err := s.cfg.Queue.Submit(x.ctx, s.upstreamRequest(x))
+// submit hands the request to the queue; a streamed response goes to
+// its sink.
+func (s *Server) submit(x *exchange, sink *streamSink) *APIError {
+	var to consume.Sink // nil, not a nil *streamSink: Submit's channel
+	if sink != nil {
+		to = sink
+	}
+	p, err := s.cfg.Queue.SubmitTo(x.ctx, s.upstreamRequest(x), to)
 	if err == nil {
-		x.pending = p
+		if sink == nil {
+			x.pending = p
+		} // else Attach set it before publishing: the sink may be writing
 		return nil
 	}
 	if full, ok := consume.IsFull(err); ok {

@@ -12,9 +12,9 @@ import (
 
 // respond waits for the consumer's events and writes the response. It
 // returns the request's outcome.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, x *exchange) string {
-	if x.req.Stream {
-		return s.respondStream(w, r, x)
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, x *exchange, sink *streamSink) string {
+	if sink != nil {
+		return s.respondStream(r, x, sink)
 	}
 	return s.respondJSON(w, r, x)
 }
@@ -70,11 +70,13 @@ func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 }
 
-// respondStream serves a streamed request: upstream SSE events go through
-// unchanged, one flush each, and ": queued" comments keep the connection
-// alive while the request waits in its bucket.
-func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, x *exchange) string {
-	sw := sse.NewSerialWriter(w) // only this goroutine writes: chunks, heartbeats, errors
+// respondStream serves a streamed request through its sink: upstream SSE
+// events go through unchanged, one flush each, written by the consumer's
+// invocation goroutine (see streamSink); this goroutine keeps the
+// connection alive with ": queued" comments while the request waits in
+// its bucket, forwards a direct route's events, and ends the response on
+// the band's max_wait, the timeout, the client's departure or the cut.
+func (s *Server) respondStream(r *http.Request, x *exchange, sink *streamSink) string {
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
 	defer heartbeat.Stop()
 	bandWait, stop := s.bandTimer(x)
@@ -82,37 +84,48 @@ func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, x *exchan
 	beats := heartbeat.C
 	for {
 		select {
+		case <-sink.done:
+			return sink.outcome
 		case <-bandWait:
-			if e := s.leaveBand(x); e != nil {
-				s.streamError(w, sw, x, e)
-				return OutcomeRejected
-			}
-		case ev := <-x.pending.Events():
-			if ev.Kind == consume.EventHeader {
-				// Dispatched: from here the heartbeat and the band's
-				// max_wait have nothing left to do, and every chunk's
-				// select is cheaper without them.
-				heartbeat.Stop()
-				beats, bandWait = nil, nil
-			}
-			if outcome, done := s.streamEvent(w, sw, x, ev); done {
-				return outcome
-			}
+			sink.run(func(w http.ResponseWriter, sw *sse.Writer) (string, bool) {
+				if e := s.leaveBand(x); e != nil {
+					s.streamError(w, sw, x, e)
+					return OutcomeRejected, true
+				}
+				return "", false
+			})
+		case ev := <-x.pending.Events(): // a direct route's; a queued one's go to the sink
+			_ = sink.Deliver(ev)
 		case <-beats:
-			if err := s.queuedComment(sw, x); err != nil {
-				return OutcomeClientGone
+			if x.pending.Dispatched() { // from here only the upstream writes
+				heartbeat.Stop()
+				beats = nil
+				continue
 			}
+			sink.run(func(_ http.ResponseWriter, sw *sse.Writer) (string, bool) {
+				if err := s.queuedComment(sw, x); err != nil {
+					return OutcomeClientGone, true
+				}
+				return "", false
+			})
 		case <-x.ctx.Done():
 			if r.Context().Err() != nil {
-				return OutcomeClientGone
+				return sink.finish(OutcomeClientGone)
 			}
-			s.streamError(w, sw, x, errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)))
-			return OutcomeTimeout
+			return s.endStream(sink, x, errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)), OutcomeTimeout)
 		case <-s.cut:
-			s.streamError(w, sw, x, errShutdown())
-			return OutcomeUnavailable
+			return s.endStream(sink, x, errShutdown(), OutcomeUnavailable)
 		}
 	}
+}
+
+// endStream ends a response that is not over yet with e.
+func (s *Server) endStream(sink *streamSink, x *exchange, e *APIError, outcome string) string {
+	sink.run(func(w http.ResponseWriter, sw *sse.Writer) (string, bool) {
+		s.streamError(w, sw, x, e)
+		return outcome, true
+	})
+	return sink.finish(outcome)
 }
 
 // streamEvent writes one consumer event; done reports the end of the

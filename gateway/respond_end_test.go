@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -68,6 +70,47 @@ func TestClientGoneAbortsTheUpstreamCall(t *testing.T) {
 		r.close()
 	})
 }
+
+// A client that stops taking the stream (its write fails) aborts the
+// upstream call at that chunk: the chunks after it are never read, and
+// nothing more is written.
+func TestFailedWriteAbortsTheUpstreamCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 0, header, chunk(`{"a":1}`), chunk(`{"a":2}`), consume.Event{Kind: consume.EventDone})
+		r.up.ended = make(chan error, 1)
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(streamReq))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer k")
+		w := &brokenWriter{h: http.Header{}}
+		r.s.ServeHTTP(w, req)
+		if err := <-r.up.ended; !errors.Is(err, context.Canceled) {
+			t.Fatalf("upstream call ended with %v, want it cancelled", err)
+		}
+		if w.code != http.StatusOK || len(w.writes) != 1 || w.writes[0] != "data: {\"a\":1}\n\n" {
+			t.Fatalf("got %d, writes %q; want 200 and the first chunk's write only", w.code, w.writes)
+		}
+		r.close()
+	})
+}
+
+// brokenWriter is a client connection that fails every write.
+type brokenWriter struct {
+	h      http.Header
+	code   int
+	writes []string
+}
+
+func (w *brokenWriter) Header() http.Header { return w.h }
+func (w *brokenWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+func (w *brokenWriter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, string(p))
+	return 0, errors.New("connection reset by peer")
+}
+func (w *brokenWriter) Flush() {}
 
 // The end of a shutdown's grace period cuts a running stream with an
 // explicit error event.
