@@ -180,7 +180,7 @@ func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP,
 		return nil, nil, nil, nil, err
 	}
 	defer p.stop()
-	cpuRounds, cpuDur := e.pick(4, 6), time.Duration(e.pick(4, 15))*time.Second
+	cpuRounds, cpuDur := e.pick(6, 6), time.Duration(e.pick(6, 15))*time.Second
 	for range cpuRounds {
 		if ctx.Err() != nil {
 			break
