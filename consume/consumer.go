@@ -156,18 +156,24 @@ func (c *Consumer) Close(ctx context.Context) error {
 	}
 }
 
-// goInvoke runs f in a goroutine tracked for Close; false once closed.
-func (c *Consumer) goInvoke(f func()) bool {
+// goInvoke runs p's upstream call f, tracked for Close, on the goroutine
+// still submitting p if it takes it (see Pending.handOff), else on a
+// goroutine of its own; false once closed.
+func (c *Consumer) goInvoke(p *Pending, f func()) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return false
 	}
 	c.running++
-	go func() {
+	c.mu.Unlock()
+	run := func() {
 		defer c.invoked()
 		f()
-	}()
+	}
+	if !p.handOff(run) {
+		go run()
+	}
 	return true
 }
 

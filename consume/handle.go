@@ -106,7 +106,7 @@ func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
 	c.q.depart(p, true)
 	c.obs.Released(k, now.Sub(p.Req.Submitted))
 	m := startMeter(c.cfg.Fairness, k, c.cfg.CompletionWeight, p.Req, now)
-	if !c.goInvoke(func() { c.invoke(p, slot, m) }) {
+	if !c.goInvoke(p, func() { c.invoke(p, slot, m) }) {
 		slot.Release()
 		m.end()
 		c.ended(k)

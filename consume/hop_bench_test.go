@@ -42,7 +42,41 @@ func (hopSlot) Release() {}
 // 100 tenants, with the engine as the gateway runs it (inline delivery,
 // 64 workers). Run it with -benchtime 2000x; it reports the hop's p50
 // and p99 in µs (an op is one request, 1 ms apart by construction).
+// "sink" submits as the gateway does a stream (the upstream call is
+// handed to the submitting goroutine), "channel" as a JSON answer (the
+// call runs on a goroutine of its own, the handler reads a channel).
 func BenchmarkQueueHop(b *testing.B) {
+	b.Run("sink", func(b *testing.B) {
+		benchHop(b, func(q *consume.Queue, req *consume.Request) (*consume.Pending, <-chan struct{}) {
+			s := endSink{done: make(chan struct{})}
+			p, err := q.SubmitTo(context.Background(), req, s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return p, s.done
+		})
+	})
+	b.Run("channel", func(b *testing.B) {
+		benchHop(b, func(q *consume.Queue, req *consume.Request) (*consume.Pending, <-chan struct{}) {
+			p, err := q.Submit(context.Background(), req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() { // the handler's side: read the response
+				defer close(done)
+				for ev := range p.Events() {
+					if ev.Kind == consume.EventDone || ev.Kind == consume.EventError {
+						return
+					}
+				}
+			}()
+			return p, done
+		})
+	})
+}
+
+func benchHop(b *testing.B, submit func(*consume.Queue, *consume.Request) (*consume.Pending, <-chan struct{})) {
 	e := embedded.New(embedded.Config{Logger: quiet, InlineDelivery: true, Workers: 64})
 	q := consume.NewQueue(e, "")
 	up := &hopUpstreams{}
@@ -57,16 +91,9 @@ func BenchmarkQueueHop(b *testing.B) {
 		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Millisecond)))
 		k := policy.Key{Tenant: "t" + strconv.Itoa(i%100), Model: "m"}
 		req := &consume.Request{ID: strconv.Itoa(i), Key: k, Body: []byte("{}"), Band: 1, Weight: 1, Submitted: time.Now()}
-		p, err := q.Submit(context.Background(), req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		wg.Go(func() { // the handler's side: wait for the response
-			for ev := range p.Events() {
-				if ev.Kind == consume.EventDone || ev.Kind == consume.EventError {
-					break
-				}
-			}
+		p, done := submit(q, req)
+		wg.Go(func() {
+			<-done
 			q.Finish(p)
 		})
 	}
@@ -83,4 +110,16 @@ func BenchmarkQueueHop(b *testing.B) {
 	b.ReportMetric(float64(up.hops[len(up.hops)/2].Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(up.hops[len(up.hops)*99/100].Nanoseconds())/1e3, "p99-µs")
 	b.ReportMetric(0, "ns/op")
+}
+
+// endSink is a stream's sink as the gateway's is: it takes the events on
+// the goroutine that produces them; done closes at the last one.
+type endSink struct{ done chan struct{} }
+
+func (endSink) Attach(*consume.Pending) {}
+func (s endSink) Deliver(ev consume.Event) error {
+	if ev.Kind == consume.EventDone || ev.Kind == consume.EventError {
+		close(s.done)
+	}
+	return nil
 }

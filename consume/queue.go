@@ -68,7 +68,11 @@ func (q *Queue) Submit(ctx context.Context, req *Request) (*Pending, error) {
 }
 
 // SubmitTo is Submit with the response's events delivered to sink rather
-// than on the Pending's channel (see [Sink]); a nil sink is Submit.
+// than on the Pending's channel (see [Sink]); a nil sink is Submit. A
+// request with a sink that is dispatched while SubmitTo publishes it (the
+// embedded engine delivers to an idle LiteTopic inline) makes its
+// upstream call on the caller's goroutine: SubmitTo then returns once the
+// response has ended, all of it delivered to the sink.
 func (q *Queue) SubmitTo(ctx context.Context, req *Request, sink Sink) (*Pending, error) {
 	seq, _, ok := q.ledger.add(req.Key, req.Submitted, req.MaxBacklog)
 	if !ok {
@@ -85,11 +89,13 @@ func (q *Queue) SubmitTo(ctx context.Context, req *Request, sink Sink) (*Pending
 		ID: req.ID, LiteTopic: q.LiteTopic(req.Key), Body: req.Body,
 		Properties: map[string]string{PropTenant: req.Key.Tenant, PropModel: req.Key.Model},
 	})
-	if err != nil {
-		p.Abandon()
+	if err != nil && p.Abandon() {
 		q.Finish(p)
 		return nil, err
 	}
+	// Published (or the backend reported an error for a message it
+	// delivered all the same: the request is dispatched, and goes on).
+	p.submittedBy()
 	return p, nil
 }
 

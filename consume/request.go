@@ -124,9 +124,12 @@ type Pending struct {
 	// chunks holds the Data of the last chunks sent, reused in turn so
 	// that a streamed chunk costs no allocation; next is the one to use.
 	// Only the sending goroutine touches them (see Send).
-	chunks   [chunkBuffers][]byte
-	next     int
-	state    atomic.Int32
+	chunks [chunkBuffers][]byte
+	next   int
+	state  atomic.Int32
+	// handoff and run: see handOff.
+	handoff  atomic.Int32
+	run      func()
 	departed atomic.Bool  // its ledger entry was removed
 	released atomic.Int64 // unix nanos of the release to the upstream
 }
@@ -214,6 +217,37 @@ func (p *Pending) keep(data []byte) []byte {
 	p.chunks[p.next] = b
 	p.next = (p.next + 1) % chunkBuffers
 	return b
+}
+
+// States of a Pending's hand-off: see handOff.
+const (
+	submitting int32 = iota // SubmitTo has not returned
+	submitted               // it has, running nothing
+	handedOff               // it runs p.run before it returns
+)
+
+// handOff gives the upstream call run to the goroutine still in SubmitTo,
+// if p has a Sink (nothing then waits on a channel): a request delivered
+// while it is being published (the embedded engine delivers inline, on
+// the publishing goroutine) starts its upstream call there at once,
+// without a goroutine of its own to start and schedule. It reports false
+// once SubmitTo has returned (or without a Sink): the caller runs run on a
+// goroutine of its own.
+func (p *Pending) handOff(run func()) bool {
+	if p.sink == nil {
+		return false
+	}
+	p.run = run // read by SubmitTo only after it sees handedOff
+	return p.handoff.CompareAndSwap(submitting, handedOff)
+}
+
+// submittedBy ends p's submission on SubmitTo's goroutine: it runs the
+// upstream call handed off meanwhile, if any, and returns once it ended.
+func (p *Pending) submittedBy() {
+	if !p.handoff.CompareAndSwap(submitting, submitted) {
+		p.run()
+		p.run = nil
+	}
 }
 
 // claim moves a queued request to dispatched. It returns false if it was

@@ -48,6 +48,8 @@ func (s *Server) serve(rt *route) http.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
+		stopCut := context.AfterFunc(s.cut, cancel) // the cut ends the request's context
+		defer stopCut()
 		x.ctx = ctx
 		gw, release := guardWrites(w, s.cfg.WriteStallTimeout)
 		defer release()

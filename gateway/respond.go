@@ -57,15 +57,12 @@ func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange
 				}
 				return OutcomeOK
 			}
-		case <-x.ctx.Done():
-			if r.Context().Err() != nil {
-				return OutcomeClientGone
+		case <-x.ctx.Done(): // the client left, the timeout passed, or the cut
+			e, outcome := s.ended(r, x)
+			if e != nil {
+				x.rt.dialect.writeError(w, e)
 			}
-			x.rt.dialect.writeError(w, errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)))
-			return OutcomeTimeout
-		case <-s.cut:
-			x.rt.dialect.writeError(w, errShutdown())
-			return OutcomeUnavailable
+			return outcome
 		}
 	}
 }
@@ -108,15 +105,27 @@ func (s *Server) respondStream(r *http.Request, x *exchange, sink *streamSink) s
 				}
 				return "", false
 			})
-		case <-x.ctx.Done():
-			if r.Context().Err() != nil {
-				return sink.finish(OutcomeClientGone)
+		case <-x.ctx.Done(): // the client left, the timeout passed, or the cut
+			e, outcome := s.ended(r, x)
+			if e == nil {
+				return sink.finish(outcome)
 			}
-			return s.endStream(sink, x, errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)), OutcomeTimeout)
-		case <-s.cut:
-			return s.endStream(sink, x, errShutdown(), OutcomeUnavailable)
+			return s.endStream(sink, x, e, outcome)
 		}
 	}
+}
+
+// ended says why x's context ended, with the error to answer: the
+// shutdown's cut (its context ends every request's), the client leaving
+// (nil: nobody to answer), or the overall timeout.
+func (s *Server) ended(r *http.Request, x *exchange) (*APIError, string) {
+	switch {
+	case s.cut.Err() != nil:
+		return errShutdown(), OutcomeUnavailable
+	case r.Context().Err() != nil:
+		return nil, OutcomeClientGone
+	}
+	return errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)), OutcomeTimeout
 }
 
 // endStream ends a response that is not over yet with e.

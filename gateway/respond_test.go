@@ -95,7 +95,9 @@ func newRig(t testing.TB, timeout time.Duration, script ...consume.Event) *rig {
 	table := policy.NewTable(q)
 	pacer := policy.NewPacer(table)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r := &rig{up: &scriptedUpstreams{script: script}, e: embedded.New(embedded.Config{Logger: quiet})}
+	// Inline delivery, as the app runs the engine: a stream's upstream call
+	// then runs on the handler's goroutine (see consume.Pending.handOff).
+	r := &rig{up: &scriptedUpstreams{script: script}, e: embedded.New(embedded.Config{Logger: quiet, InlineDelivery: true})}
 	queue := consume.NewQueue(r.e, "")
 	r.c = consume.NewConsumer(consume.ConsumerConfig{Queue: queue, Pacer: pacer, Upstreams: r.up, Logger: quiet})
 	if err := r.e.Start(r.c.Handle); err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -95,17 +94,20 @@ type Config struct {
 type Server struct {
 	cfg       Config
 	router    chi.Router
-	withdrawn atomic.Bool   // /readyz fails
-	draining  atomic.Bool   // new generation requests get 503
-	cut       chan struct{} // closed by Cut
-	cutOnce   sync.Once
+	withdrawn atomic.Bool // /readyz fails
+	draining  atomic.Bool // new generation requests get 503
+	// cut is cancelled by Cut; every request's context ends with it,
+	// so an upstream call running on a handler's goroutine ends too.
+	cut       context.Context
+	cutCancel context.CancelFunc
 	affinity  *affinity
 }
 
 // New returns a Server for cfg, with defaults filled in.
 func New(cfg Config) *Server {
 	cfg = withDefaults(cfg)
-	s := &Server{cfg: cfg, cut: make(chan struct{}), affinity: newAffinity(cfg.AffinitySize, cfg.AffinityTTL)}
+	s := &Server{cfg: cfg, affinity: newAffinity(cfg.AffinitySize, cfg.AffinityTTL)}
+	s.cut, s.cutCancel = context.WithCancel(context.Background())
 	s.router = s.routes()
 	return s
 }
@@ -165,7 +167,7 @@ func (s *Server) Drain() {
 // Cut ends every request still in flight with an explicit error (an SSE
 // error event, or a 503 when nothing was sent yet): the end of a shutdown
 // grace period. Their upstream calls are cancelled.
-func (s *Server) Cut() { s.cutOnce.Do(func() { close(s.cut) }) }
+func (s *Server) Cut() { s.cutCancel() }
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()

@@ -1,0 +1,112 @@
+package consume_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/embedded"
+	"github.com/pacegate/pacegate/policy"
+)
+
+// streamUpstreams answers every call with a header, two chunks and a
+// clean end.
+type streamUpstreams struct{}
+
+func (u streamUpstreams) TryAcquire(string) (consume.Slot, bool)         { return streamSlot{}, true }
+func (u streamUpstreams) TryAcquireHeadroom(string) (consume.Slot, bool) { return streamSlot{}, true }
+func (streamUpstreams) OnFree(func([]string))                            {}
+func (streamUpstreams) Free(string) (int, int)                           { return 1 << 20, 1 << 20 }
+
+type streamSlot struct{}
+
+func (streamSlot) Release() {}
+func (streamSlot) Do(_ context.Context, _ *consume.Request, emit func(consume.Event) error) error {
+	for _, ev := range []consume.Event{
+		{Kind: consume.EventHeader, Status: http.StatusOK},
+		{Kind: consume.EventChunk, Data: []byte(`{"a":1}`)},
+		{Kind: consume.EventChunk, Data: []byte(`{"a":2}`)},
+	} {
+		if err := emit(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordingSink keeps what it was given: each event's kind and data.
+type recordingSink struct {
+	mu   sync.Mutex
+	got  []string
+	done chan struct{}
+}
+
+func (*recordingSink) Attach(*consume.Pending) {}
+func (s *recordingSink) Deliver(ev consume.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, [...]string{"header", "chunk ", "body ", "error", "done"}[ev.Kind]+string(ev.Data))
+	if ev.Kind == consume.EventDone || ev.Kind == consume.EventError {
+		close(s.done)
+	}
+	return nil
+}
+
+func (s *recordingSink) events() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got)
+}
+
+func startStreamQueue(t *testing.T, inline bool, up streamUpstreams) *consume.Queue {
+	t.Helper()
+	e := embedded.New(embedded.Config{Logger: quiet, InlineDelivery: inline, Workers: 4})
+	q := consume.NewQueue(e, "")
+	c := consume.NewConsumer(consume.ConsumerConfig{Queue: q, Pacer: unpaced{}, Upstreams: up, Logger: quiet})
+	if err := e.Start(c.Handle); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.Close(context.Background())
+		c.Close(context.Background())
+	})
+	return q
+}
+
+var streamed = []string{"header", `chunk {"a":1}`, `chunk {"a":2}`, "done"}
+
+// A request with a sink delivered inline (its LiteTopic was idle) makes
+// its upstream call on the submitting goroutine: when SubmitTo returns,
+// the whole response is in the sink, in order.
+func TestSubmitToRunsAnInlineDeliveryOnTheSubmitter(t *testing.T) {
+	q := startStreamQueue(t, true, streamUpstreams{})
+	s := &recordingSink{done: make(chan struct{})}
+	p, err := q.SubmitTo(context.Background(), &consume.Request{ID: "r1", Key: policy.Key{Tenant: "a", Model: "m"}}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Finish(p)
+	if got := s.events(); !slices.Equal(got, streamed) {
+		t.Fatalf("sink holds %q when SubmitTo returns, want the whole response %q", got, streamed)
+	}
+}
+
+// Delivered by a worker, the call runs on the worker's invocation
+// goroutine (or, if the worker took it before SubmitTo returned, on the
+// submitter's): either way the whole response reaches the sink, in order.
+func TestSubmitToDeliversAWorkersCallToTheSink(t *testing.T) {
+	q := startStreamQueue(t, false, streamUpstreams{})
+	s := &recordingSink{done: make(chan struct{})}
+	p, err := q.SubmitTo(context.Background(), &consume.Request{ID: "r1", Key: policy.Key{Tenant: "a", Model: "m"}}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Finish(p)
+	<-s.done
+	if got := s.events(); !slices.Equal(got, streamed) {
+		t.Fatalf("sink got %q, want %q", got, streamed)
+	}
+}
