@@ -82,7 +82,7 @@ type rig struct {
 	c  *consume.Consumer
 }
 
-func newRig(t testing.TB, timeout time.Duration, script ...consume.Event) *rig {
+func newRig(t *testing.T, timeout time.Duration, script ...consume.Event) *rig {
 	t.Helper()
 	f, err := config.Parse([]byte("upstreams: [{url: \"http://127.0.0.1:1\"}]\ntenants: [{id: a, keys: [k]}]\n"))
 	if err != nil {

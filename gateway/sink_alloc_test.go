@@ -44,3 +44,24 @@ func TestStreamedChunkAllocatesNothing(t *testing.T) {
 	}
 	t.Logf("%.0f allocations per request of 100 chunks, %.0f of 1,100", short, long)
 }
+
+// countingWriter is a ResponseWriter that keeps nothing of the body: a
+// recorder's growing buffer would allocate per chunk on its own.
+type countingWriter struct {
+	h    http.Header
+	code int
+	n    int
+}
+
+func (w *countingWriter) Header() http.Header { return w.h }
+func (w *countingWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.n += len(p)
+	return len(p), nil
+}
+func (w *countingWriter) Flush() {}
