@@ -78,17 +78,24 @@ func startStreamQueue(t *testing.T, inline bool, up streamUpstreams) *consume.Qu
 
 var streamed = []string{"header", `chunk {"a":1}`, `chunk {"a":2}`, "done"}
 
-// A request with a sink delivered inline (its LiteTopic was idle) makes
-// its upstream call on the submitting goroutine: when SubmitTo returns,
-// the whole response is in the sink, in order.
-func TestSubmitToRunsAnInlineDeliveryOnTheSubmitter(t *testing.T) {
-	q := startStreamQueue(t, true, streamUpstreams{})
+// submitStream submits one streamed request to q with a recording sink,
+// finished when the test ends.
+func submitStream(t *testing.T, q *consume.Queue) *recordingSink {
+	t.Helper()
 	s := &recordingSink{done: make(chan struct{})}
 	p, err := q.SubmitTo(context.Background(), &consume.Request{ID: "r1", Key: policy.Key{Tenant: "a", Model: "m"}}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer q.Finish(p)
+	t.Cleanup(func() { q.Finish(p) })
+	return s
+}
+
+// A request with a sink delivered inline (its LiteTopic was idle) makes
+// its upstream call on the submitting goroutine: when SubmitTo returns,
+// the whole response is in the sink, in order.
+func TestSubmitToRunsAnInlineDeliveryOnTheSubmitter(t *testing.T) {
+	s := submitStream(t, startStreamQueue(t, true, streamUpstreams{}))
 	if got := s.events(); !slices.Equal(got, streamed) {
 		t.Fatalf("sink holds %q when SubmitTo returns, want the whole response %q", got, streamed)
 	}
@@ -98,13 +105,7 @@ func TestSubmitToRunsAnInlineDeliveryOnTheSubmitter(t *testing.T) {
 // goroutine (or, if the worker took it before SubmitTo returned, on the
 // submitter's): either way the whole response reaches the sink, in order.
 func TestSubmitToDeliversAWorkersCallToTheSink(t *testing.T) {
-	q := startStreamQueue(t, false, streamUpstreams{})
-	s := &recordingSink{done: make(chan struct{})}
-	p, err := q.SubmitTo(context.Background(), &consume.Request{ID: "r1", Key: policy.Key{Tenant: "a", Model: "m"}}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Finish(p)
+	s := submitStream(t, startStreamQueue(t, false, streamUpstreams{}))
 	<-s.done
 	if got := s.events(); !slices.Equal(got, streamed) {
 		t.Fatalf("sink got %q, want %q", got, streamed)
