@@ -3,6 +3,7 @@ package consume
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacegate/pacegate/consume/fairshare"
@@ -69,10 +70,13 @@ const (
 )
 
 // capacity is the gate between a bucket that may release a request and
-// the pool. It is safe for concurrent use. mu guards grants and
-// serialises every change to the scheduler's wait sets with them; lock
-// order: mu, then the scheduler's and the pool's own locks. The pool
-// calls onFree without its locks held.
+// the pool. It is safe for concurrent use. Each model has a gate of its
+// own, whose lock guards its grants and serialises every change to the
+// model's wait set with them: one model's grants never wait on another's.
+// Handing out the free slots of an upstream that serves several models
+// (grantOne) takes their gates' locks in the order of the models' names.
+// Lock order: gates, then the scheduler's and the pool's own locks. The
+// pool calls onFree without its locks held.
 type capacity struct {
 	up    Upstreams
 	sched *fairshare.Scheduler
@@ -96,30 +100,17 @@ type capacity struct {
 	backlog func(policy.Key) int
 	pace    func(policy.Key) time.Duration
 
-	mu     sync.Mutex              // guards the fields below
-	grants map[policy.Key][]*grant // oldest first
-	// parked holds the buckets whose delivery was suspended to wait for a
-	// slot and has not had one since: delivered again without one, that
-	// is a wake-up that did no work (ReasonCapacityRecheck).
-	parked map[policy.Key]bool
-	// rechecks holds, per model, a timer that hands out the model's free
-	// slots again once the room kept for a recent bucket may have lapsed
-	// (see keptRoom): nothing else would, if no request ends meanwhile.
-	rechecks map[string]*time.Timer
-	closed   bool // no more grants
-}
-
-// grant is a slot reserved for one waiting bucket until its delivery.
-type grant struct {
-	slot  Slot
-	timer *time.Timer // gives the slot to the next bucket if unclaimed
+	// gates holds each model's gate by name (string → *gate): a gate,
+	// once made, is kept. A sync.Map, so that finding one writes nothing
+	// shared between the cores.
+	gates  sync.Map
+	closed atomic.Bool // no more grants; read under a gate's lock (see releaseAll)
 }
 
 func newCapacity(cfg ConsumerConfig, q *Queue) *capacity {
 	c := &capacity{up: cfg.Upstreams, sched: cfg.Fairness, mode: cfg.Capacity, reserve: cfg.Reserve,
 		wait:    capacityWaitBroker,
-		backlog: q.Backlog, pace: cfg.Pacer.Interval, grants: map[policy.Key][]*grant{}, parked: map[policy.Key]bool{},
-		rechecks: map[string]*time.Timer{}}
+		backlog: q.Backlog, pace: cfg.Pacer.Interval}
 	c.hold = c.wait + grantHoldMargin
 	if q.Wakeable() {
 		// The grant ends the suspension at once: the hold only covers
@@ -151,19 +142,19 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 	if s, ok := c.takeNow(k, band); ok {
 		return s, true, false
 	}
-	c.mu.Lock()
+	g := c.lock(k.Model)
 	c.sched.Join(k, band, weight, time.Now())
-	c.mu.Unlock()
+	g.mu.Unlock()
 	// A slot may have freed between the try and the join, with nobody
 	// waiting to take it: hand it out now, possibly to k itself.
 	c.grantFree([]string{k.Model})
 	if s, ok := c.claim(k); ok {
 		return s, true, false
 	}
-	c.mu.Lock()
-	recheck = c.parked[k]
-	c.parked[k] = true
-	c.mu.Unlock()
+	g.mu.Lock()
+	recheck = g.parked[k]
+	g.parked[k] = true
+	g.mu.Unlock()
 	return nil, false, recheck
 }
 
@@ -182,11 +173,12 @@ func (c *capacity) mayTake(k policy.Key, band int) bool {
 // capacity, one past the buckets waiting (they are above their share, or
 // they would be owed it too and be served first by grantFree) and into
 // the headroom if need be. With headroom, the decision and the take are
-// made under mu, so that concurrent deliveries see each other's slots.
+// made under the model's gate, so that concurrent deliveries see each
+// other's slots.
 func (c *capacity) takeNow(k policy.Key, band int) (Slot, bool) {
 	if c.guard {
-		c.mu.Lock()
-		defer c.mu.Unlock()
+		g := c.lock(k.Model)
+		defer g.mu.Unlock()
 	}
 	access := c.access(k, band)
 	var s Slot
@@ -198,7 +190,7 @@ func (c *capacity) takeNow(k policy.Key, band int) (Slot, bool) {
 		s, ok = c.up.TryAcquireHeadroom(k.Model)
 	}
 	if ok {
-		c.sched.Hold(k, time.Now()) // under mu: the next decision sees it
+		c.sched.Hold(k, time.Now()) // under the gate: the next decision sees it
 	}
 	return s, ok
 }
@@ -227,8 +219,8 @@ func (c *capacity) take(k policy.Key) (Slot, bool) {
 
 // pick is the waiting bucket the next free slot of models goes to: the
 // one owed the most or, once the free slots are down to the reserve, the
-// one owed the most among those entitled to a reserved slot. Requires mu
-// held.
+// one owed the most among those entitled to a reserved slot. Requires the
+// models' gates locked.
 func (c *capacity) pick(models []string) (policy.Key, bool) {
 	k, ok := c.sched.Best(models)
 	if !ok || c.reserve <= 0 {
@@ -240,101 +232,13 @@ func (c *capacity) pick(models []string) (policy.Key, bool) {
 	return c.sched.BestEntitled(models, func(m string) int { _, total := c.up.Free(m); return total }, time.Now())
 }
 
-// claim takes the oldest slot granted to k, if any.
-func (c *capacity) claim(k policy.Key) (Slot, bool) {
-	c.mu.Lock()
-	gs := c.grants[k]
-	if len(gs) == 0 {
-		c.mu.Unlock()
-		return nil, false
-	}
-	g := gs[0]
-	c.setGrants(k, gs[1:])
-	delete(c.parked, k)
-	c.mu.Unlock()
-	g.timer.Stop()
-	return g.slot, true
-}
-
-// setGrants stores k's grants. Requires mu held.
-func (c *capacity) setGrants(k policy.Key, gs []*grant) {
-	if len(gs) == 0 {
-		delete(c.grants, k)
-		return
-	}
-	c.grants[k] = gs
-}
-
-// forfeit takes k out of the wait set and gives back the slots granted
-// to it: its pace says wait longer than a grant is worth holding.
-func (c *capacity) forfeit(k policy.Key) {
-	c.mu.Lock()
-	gs := c.grants[k]
-	delete(c.grants, k)
-	delete(c.parked, k)
-	c.sched.Leave(k)
-	c.mu.Unlock()
-	c.release(k, gs)
-}
-
-// trim gives back the slots granted to k beyond its queued requests: one
-// of them went away. k leaves the wait set when nothing of it is queued.
-func (c *capacity) trim(k policy.Key) {
-	c.mu.Lock()
-	queued := c.backlog(k)
-	gs := c.grants[k]
-	var extra []*grant
-	if len(gs) > queued {
-		gs, extra = gs[:queued], gs[queued:]
-		c.setGrants(k, gs)
-	}
-	if queued == 0 {
-		c.sched.Leave(k)
-		delete(c.parked, k)
-	}
-	c.mu.Unlock()
-	c.release(k, extra)
-}
-
-// releaseAll gives back every slot still granted (the consumer is
-// closing: nobody will claim them).
-func (c *capacity) releaseAll() {
-	c.mu.Lock()
-	c.closed = true
-	all := c.grants
-	c.grants = map[policy.Key][]*grant{}
-	clear(c.parked)
-	for m, t := range c.rechecks {
-		t.Stop()
-		delete(c.rechecks, m)
-	}
-	c.mu.Unlock()
-	for k, gs := range all {
-		c.release(k, gs)
-	}
-}
-
-// release gives k's slots back; the pool calls onFree, so they go on.
-func (c *capacity) release(k policy.Key, gs []*grant) {
-	for _, g := range gs {
-		g.timer.Stop()
-		c.unhold(k, g.slot)
-	}
-}
-
-// unhold releases a slot taken for k that was not used, and gives back
-// its Hold first: the release grants the slot on, and the scheduler's
-// count of what runs must not hold it then.
-func (c *capacity) unhold(k policy.Key, s Slot) {
-	c.sched.Unhold(k, time.Now())
-	s.Release()
-}
-
 // grantFree hands free slots on upstreams serving models to the waiting
 // buckets owed the most, and wakes each one, until no slot or no bucket
 // is left.
 func (c *capacity) grantFree(models []string) {
-	models = append([]string(nil), models...) // grantOne narrows it
+	models = slices.Clone(models)   // grantOne narrows it
+	slices.Sort(models)             // the order grantOne locks their gates in,
+	models = slices.Compact(models) // each once
 	for {
 		k, ok := c.grantOne(&models)
 		if !ok {
@@ -346,12 +250,20 @@ func (c *capacity) grantFree(models []string) {
 	}
 }
 
-// grantOne grants one slot; models loses the models that have no free
-// slot left.
+// grantOne grants one slot; models (sorted) loses the models that have
+// no free slot left. It holds their gates' locks throughout: the free
+// slots are theirs together, and go in one fair order.
 func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for len(*models) > 0 && !c.closed {
+	gates := make([]*gate, len(*models))
+	for i, m := range *models {
+		gates[i] = c.lock(m)
+	}
+	defer func() {
+		for _, g := range gates {
+			g.mu.Unlock()
+		}
+	}()
+	for len(*models) > 0 && !c.closed.Load() {
 		k, ok := c.pick(*models)
 		if !ok {
 			return k, false
@@ -374,7 +286,7 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 
 // grantOwed takes a slot, the headroom included, for the waiting
 // bucket of model owed capacity that is owed the most: the bucket the
-// fair order picked may not take one. Requires mu held.
+// fair order picked may not take one. Requires model's gate locked.
 func (c *capacity) grantOwed(model string) (policy.Key, Slot, bool) {
 	free, total := c.up.Free(model)
 	k, ok := c.sched.BestOwed(model, total-free, total, c.headroom, time.Now())
@@ -383,57 +295,6 @@ func (c *capacity) grantOwed(model string) (policy.Key, Slot, bool) {
 	}
 	s, ok := c.up.TryAcquireHeadroom(model)
 	return k, s, ok
-}
-
-// hand reserves slot s for k. A bucket with more requests queued than
-// slots granted, paced fast enough to use them, stays in the wait set:
-// when several slots free at once it may be owed more than one. Requires
-// mu held.
-func (c *capacity) hand(k policy.Key, s Slot) {
-	held := c.grants[k]
-	hold := c.hold
-	if len(held) > 0 { // a further grant: the bucket is already awake
-		hold = grantHoldMargin
-	}
-	g := &grant{slot: s}
-	g.timer = time.AfterFunc(hold, func() { c.expire(k, g) })
-	c.grants[k] = append(held, g)
-	if c.backlog(k) > len(held)+1 && c.pace(k) <= maxGrantPace {
-		c.sched.Rejoin(k)
-	}
-}
-
-// expire gives an unclaimed grant's slot to the next bucket.
-func (c *capacity) expire(k policy.Key, g *grant) {
-	c.mu.Lock()
-	gs := c.grants[k]
-	i := slices.Index(gs, g)
-	if i >= 0 {
-		c.setGrants(k, slices.Delete(slices.Clone(gs), i, i+1))
-	}
-	c.mu.Unlock()
-	if i >= 0 {
-		c.unhold(k, g.slot)
-	}
-}
-
-// keptRoom arms model's recheck when a waiting bucket was refused a free
-// slot: the slot is kept for a recent bucket below its share, and is
-// handed out again once that bucket is no longer recent, unless a request
-// of the model ends first. Requires mu held.
-func (c *capacity) keptRoom(model string) {
-	if c.rechecks[model] != nil || c.closed {
-		return
-	}
-	if free, _ := c.up.Free(model); free <= 0 {
-		return
-	}
-	c.rechecks[model] = time.AfterFunc(fairshare.DefaultActiveWindow+time.Millisecond, func() {
-		c.mu.Lock()
-		delete(c.rechecks, model)
-		c.mu.Unlock()
-		c.grantFree([]string{model})
-	})
 }
 
 func without(models []string, m string) []string {

@@ -81,6 +81,7 @@ type fakeUpstreams struct {
 	released atomic.Int32
 	calls    atomic.Int32
 	onFree   func([]string)
+	models   []string // the models its slots serve, passed to onFree; nil: just "m"
 	do       func(ctx context.Context, req *Request, emit func(Event) error) error
 }
 
@@ -117,10 +118,13 @@ func (s *fakeSlot) Release() {
 		s.u.released.Add(1)
 		s.u.mu.Lock()
 		s.u.inUse--
-		f := s.u.onFree
+		f, models := s.u.onFree, s.u.models
 		s.u.mu.Unlock()
+		if models == nil {
+			models = []string{"m"}
+		}
 		if f != nil {
-			f([]string{"m"})
+			f(models)
 		}
 	})
 }
@@ -181,15 +185,20 @@ func newRigWith(b Backend, pacer fakePacer, set func(*ConsumerConfig)) *rig {
 
 // submit queues a request of tenant's bucket and returns its delivery.
 func (r *rig) submit(ctx context.Context, tenant string) (*Delivery, *Pending) {
+	return r.submitFor(ctx, tenant, "m")
+}
+
+// submitFor is submit for a model other than "m".
+func (r *rig) submitFor(ctx context.Context, tenant, model string) (*Delivery, *Pending) {
 	r.n++
-	k := policy.Key{Tenant: tenant, Model: "m"}
+	k := policy.Key{Tenant: tenant, Model: model}
 	p, err := r.q.Submit(ctx, &Request{ID: fmt.Sprint(tenant, "-", r.n), Key: k, Path: "/v1/chat/completions",
 		Body: []byte("{}"), Stream: true, Band: 1, Weight: 1, Submitted: time.Now()})
 	if err != nil {
 		panic(err)
 	}
 	return &Delivery{Attempt: 1, Message: Message{ID: p.Req.ID, LiteTopic: r.q.LiteTopic(k),
-		Properties: map[string]string{PropTenant: tenant, PropModel: "m"}}}, p
+		Properties: map[string]string{PropTenant: tenant, PropModel: model}}}, p
 }
 
 // collect reads p's events up to and including a terminal one.

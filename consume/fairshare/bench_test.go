@@ -2,8 +2,12 @@ package fairshare
 
 import (
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pacegate/pacegate/policy"
 )
 
 // tenThousand is a model with 10,000 buckets waiting for a pool of 256
@@ -55,4 +59,49 @@ func BenchmarkModelsTenThousand(b *testing.B) {
 			s.Flow(key(fmt.Sprint("t", i)), now)
 		}
 	}
+}
+
+// BenchmarkGrantParallel is a bucket's grant cycle (join, room decision,
+// grant and hold, start, end) run on every P at once, each P with its
+// own bucket: all on one model ("one model"), or each on a model of its
+// own ("a model each"), every model with 1,000 other buckets waiting.
+// With a lock per model the second scales with the cores; with one lock
+// for every model it would not.
+func BenchmarkGrantParallel(b *testing.B) {
+	for _, apart := range []bool{false, true} {
+		name := "one model"
+		if apart {
+			name = "a model each"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := New(0)
+			procs := runtime.GOMAXPROCS(0)
+			for p := range procs {
+				for i := range 1000 {
+					s.Join(policy.Key{Tenant: fmt.Sprint("w", i), Model: benchModel(p, apart)}, 1, 1, t0)
+				}
+			}
+			var next atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				p := int(next.Add(1)-1) % procs
+				k := policy.Key{Tenant: fmt.Sprint("g", p), Model: benchModel(p, apart)}
+				now := t0
+				for pb.Next() {
+					now = now.Add(time.Microsecond)
+					s.Join(k, 1, 1, now)
+					s.Access(k, -1, 256, 256, 0, now)
+					s.GrantHold(k, now)
+					s.Start(k, 100, now)
+					s.Done(k, now)
+				}
+			})
+		})
+	}
+}
+
+func benchModel(p int, apart bool) string {
+	if apart {
+		return fmt.Sprint("m", p)
+	}
+	return "m"
 }

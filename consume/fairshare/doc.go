@@ -27,6 +27,13 @@
 // Bands are strict: a waiting high bucket is always served before any
 // normal one, and normal before low. Within a band the counters decide.
 //
+// # Locks
+//
+// Each model's wait sets and buckets have a lock of their own: a grant of
+// one model never waits on another's. Only [Scheduler.Best] (an upstream
+// that serves several models) and the listings read several models, one
+// lock at a time.
+//
 // A [Scheduler] starts no goroutine and never reads the clock itself:
 // every method that needs time takes it as an argument.
 package fairshare

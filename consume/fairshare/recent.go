@@ -133,11 +133,10 @@ func (r *recentSet) maxWeight() float64 {
 }
 
 // recount puts f back into m's recent sums after a change, if it is
-// recent: active, or seen within the window before the scheduler's
-// clock. An inactive flow counted goes in the expiry queue. Requires mu
-// held.
-func (s *Scheduler) recount(m *model, f *flow) {
-	if !f.active() && s.clock-f.seenAt >= s.window {
+// recent: active, or seen within the window before the model's clock. An
+// inactive flow counted goes in the expiry queue. Requires m.mu held.
+func (m *model) recount(f *flow) {
+	if !f.active() && m.clock-f.seenAt >= m.s.window {
 		m.recent.uncount(f)
 		return
 	}
@@ -149,8 +148,8 @@ func (s *Scheduler) recount(m *model, f *flow) {
 }
 
 // expire uncounts m's flows whose window passed before t, and forgets
-// those the scheduler no longer needs. Requires mu held.
-func (s *Scheduler) expire(m *model, t int64) {
+// those the scheduler no longer needs. Requires m.mu held.
+func (m *model) expire(t int64) {
 	q := m.recent.queue
 	for len(q) > 0 {
 		f := q[0]
@@ -159,7 +158,7 @@ func (s *Scheduler) expire(m *model, t int64) {
 			q = append(q[1:], f)
 			continue
 		}
-		if !f.active() && f.counted && t-f.seenAt < s.window {
+		if !f.active() && f.counted && t-f.seenAt < m.s.window {
 			break
 		}
 		q[0] = nil
@@ -168,42 +167,39 @@ func (s *Scheduler) expire(m *model, t int64) {
 		if !f.active() && f.counted {
 			m.recent.uncount(f)
 			f.peak = 0 // a new busy period when it returns
-			s.forget(f)
+			m.forget(f)
 		}
 	}
 	m.recent.queue = q
 }
 
-// sweep forgets the flows idle for DefaultForgetAfter before t. Requires
-// mu held.
-func (s *Scheduler) sweep(t int64) {
-	for len(s.idle) > 0 {
-		f := s.idle[0]
-		if t-f.seenAt < int64(s.forgetAfter) && s.forgettable(f) {
+// sweep forgets m's flows idle for DefaultForgetAfter before t. Requires
+// m.mu held.
+func (m *model) sweep(t int64) {
+	for len(m.idle) > 0 {
+		f := m.idle[0]
+		if t-f.seenAt < int64(m.s.forgetAfter) && m.forgettable(f) {
 			if f.idleAt == f.seenAt {
 				break
 			}
 			f.idleAt = f.seenAt // seen since it was queued: to the back
-			s.idle = append(s.idle[1:], f)
+			m.idle = append(m.idle[1:], f)
 			continue
 		}
-		s.idle[0] = nil
-		s.idle = s.idle[1:]
+		m.idle[0] = nil
+		m.idle = m.idle[1:]
 		f.idleQueued = false
-		if s.forgettable(f) {
-			s.drop(f)
+		if m.forgettable(f) {
+			m.drop(f)
 		}
 	}
 }
 
 // forgettable: f neither waits, runs, is recent, nor has requests queued.
-// Requires mu held.
-func (s *Scheduler) forgettable(f *flow) bool {
-	return !f.active() && !f.backlogged && !f.counted && s.flows[f.key] == f
+// Requires m.mu held.
+func (m *model) forgettable(f *flow) bool {
+	return !f.active() && !f.backlogged && !f.counted && m.flows[f.key] == f
 }
 
-// drop deletes f. Requires mu held.
-func (s *Scheduler) drop(f *flow) {
-	delete(s.flows, f.key)
-	delete(f.m.members, f)
-}
+// drop deletes f. Requires m.mu held.
+func (m *model) drop(f *flow) { delete(m.flows, f.key) }

@@ -16,8 +16,8 @@ func checkRecent(t *testing.T, step int, s *Scheduler, m *model) {
 	t.Helper()
 	var w float64
 	classes := map[float64]map[usage]int{}
-	for f := range m.members {
-		age := s.clock - f.seenAt
+	for _, f := range m.flows {
+		age := m.clock - f.seenAt
 		switch {
 		case f.active() && !f.counted:
 			t.Fatalf("step %d: %s active and not counted", step, f.key)
@@ -91,11 +91,11 @@ func TestRecentSumsFollowEveryChange(t *testing.T) {
 		case 8:
 			s.Access(k, 1, 0, 8, 0, now)
 		}
-		if m := s.models["m"]; m != nil {
-			s.mu.Lock()
-			s.expire(m, s.clock)
+		if m := modelOf(s, "m"); m != nil {
+			m.mu.Lock()
+			m.expire(m.clock)
 			checkRecent(t, i, s, m)
-			s.mu.Unlock()
+			m.mu.Unlock()
 		}
 	}
 }
@@ -113,15 +113,12 @@ func TestIdleFlowsAreForgotten(t *testing.T) {
 		s.Done(k, t0)
 		s.Idle(k)
 	}
-	if n := len(s.flows); n != 10000 {
+	if n := len(flows(s)); n != 10000 {
 		t.Fatalf("%d flows kept while recent, want 10000", n)
 	}
 	s.Join(key("later"), 1, 1, t0.Add(DefaultForgetAfter+DefaultActiveWindow))
 	s.Models(t0.Add(DefaultForgetAfter + DefaultActiveWindow))
-	if n := len(s.flows); n != 1 {
+	if n := len(flows(s)); n != 1 {
 		t.Fatalf("%d flows kept after they were idle for %v, want only the new one", n, DefaultForgetAfter)
-	}
-	if n := len(s.models["m"].members); n != 1 {
-		t.Fatalf("%d members kept, want 1", n)
 	}
 }

@@ -16,24 +16,23 @@ func (s *Scheduler) Entitled(k policy.Key, band, total int, now time.Time) bool 
 	if band == 0 {
 		return true
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.higherBandSeen(k.Model, band, now.UnixNano()) {
+	m := s.lockIf(k.Model)
+	if m == nil {
+		return true
+	}
+	defer m.mu.Unlock()
+	if m.higherBandSeen(band, now.UnixNano()) {
 		return false
 	}
-	f := s.flows[k]
-	return f == nil || s.entitled(f, total, s.activeWeight(k.Model))
+	f := m.flows[k]
+	return f == nil || entitled(f, total, m.active)
 }
 
 // higherBandSeen reports whether a bucket of a band above band joined or
-// started on model within the half-life. Requires mu held.
-func (s *Scheduler) higherBandSeen(model string, band int, now int64) bool {
-	m := s.models[model]
-	if m == nil {
-		return false
-	}
+// started on m within the half-life. Requires m.mu held.
+func (m *model) higherBandSeen(band int, now int64) bool {
 	for b := range band {
-		if m.seen[b] != 0 && now-m.seen[b] < int64(s.halfLife*1e9) {
+		if m.seen[b] != 0 && now-m.seen[b] < int64(m.s.halfLife*1e9) {
 			return true
 		}
 	}
@@ -45,42 +44,37 @@ func (s *Scheduler) higherBandSeen(model string, band int, now int64) bool {
 // slots. It scans the wait sets, so it is for the reserve, not for every
 // grant.
 func (s *Scheduler) BestEntitled(models []string, total func(model string) int, now time.Time) (policy.Key, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	return s.bestOf(models, func(m *model) (head, bool) {
+		return m.bestEntitled(total, now.UnixNano())
+	})
+}
+
+// bestEntitled is m's first waiting bucket, in band order, entitled to a
+// reserved slot. Requires m.mu held.
+func (m *model) bestEntitled(total func(model string) int, now int64) (head, bool) {
 	for b := range NumBands {
+		if len(m.heaps[b]) == 0 || b > 0 && m.higherBandSeen(b, now) {
+			continue
+		}
+		t := total(m.heaps[b][0].key.Model)
 		var top *flow
-		for _, name := range models {
-			m := s.models[name]
-			if m == nil || len(m.heaps[b]) == 0 || b > 0 && s.higherBandSeen(name, b, now.UnixNano()) {
-				continue
-			}
-			t, active := total(name), s.activeWeight(name)
-			for _, f := range m.heaps[b] {
-				if (top == nil || f.before(top)) && s.entitled(f, t, active) {
-					top = f
-				}
+		for _, f := range m.heaps[b] {
+			if (top == nil || f.before(top)) && entitled(f, t, m.active) {
+				top = f
 			}
 		}
 		if top != nil {
-			return top.key, true
+			return top.head(), true
 		}
 	}
-	return policy.Key{}, false
+	return head{}, false
 }
 
-// entitled requires mu held; active is the model's activeWeight.
-func (s *Scheduler) entitled(f *flow, total int, active float64) bool {
+// entitled requires f's model's lock held; active is the model's active
+// weight.
+func entitled(f *flow, total int, active float64) bool {
 	if f.band == 0 || active <= 0 {
 		return true
 	}
 	return float64(f.running) < float64(total)*f.weight/active
-}
-
-// activeWeight is the sum of the weights of model's buckets that wait
-// for or use its slots. Requires mu held.
-func (s *Scheduler) activeWeight(model string) float64 {
-	if m := s.models[model]; m != nil {
-		return m.active
-	}
-	return 0
 }

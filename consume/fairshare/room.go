@@ -46,14 +46,14 @@ const (
 //
 // It takes a pass over the model's buckets when k is not owed.
 func (s *Scheduler) Access(k policy.Key, band, running, total, headroom int, now time.Time) Access {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := now.UnixNano()
-	s.clock = max(s.clock, t)
-	m, f := s.models[k.Model], s.flows[k]
+	m := s.lockIf(k.Model)
 	if m == nil { // nothing runs
 		return AccessHeadroom
 	}
+	defer m.mu.Unlock()
+	t := now.UnixNano()
+	m.clock = max(m.clock, t)
+	f := m.flows[k]
 	if f == nil { // a bucket new to the model, of weight 1 until it joins
 		f = &flow{key: k, m: m, band: max(band, 0), weight: 1, hidx: -1}
 	}
@@ -63,12 +63,12 @@ func (s *Scheduler) Access(k policy.Key, band, running, total, headroom int, now
 	// The pool may count a request's end before its Done: the
 	// scheduler's own count is the later of the two.
 	running = max(running, m.busy)
-	s.expire(m, t)
+	m.expire(t)
 	sum := m.recent.weight
 	if !f.counted {
 		sum += f.weight
 	}
-	if band == 0 || !s.higherBandSeen(k.Model, band, t) && owes(f, total, sum) {
+	if band == 0 || !m.higherBandSeen(band, t) && owes(f, total, sum) {
 		return headroomIf(running < total+headroom)
 	}
 	if float64(running)+m.recent.owedExcept(f, total, sum) < float64(total+headroom) {
@@ -91,20 +91,22 @@ func headroomIf(room bool) Access {
 // set, and only while some recent bucket's share is a slot or more (so
 // not with thousands of buckets sharing a few slots).
 func (s *Scheduler) BestOwed(model string, running, total, headroom int, now time.Time) (policy.Key, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := now.UnixNano()
-	m := s.models[model]
-	if m == nil || max(running, m.busy) >= total+headroom {
+	m := s.lockIf(model)
+	if m == nil {
 		return policy.Key{}, false
 	}
-	s.expire(m, t)
+	defer m.mu.Unlock()
+	if max(running, m.busy) >= total+headroom {
+		return policy.Key{}, false
+	}
+	t := now.UnixNano()
+	m.expire(t)
 	sum := m.recent.weight
 	// No bucket outside the high band is owed a slot while every share
 	// is below one: then only the high band's heap is looked at.
 	someOwed := sum <= 0 || float64(total)*m.recent.maxWeight()/sum >= 1-1e-9
 	for b := range NumBands {
-		if b > 0 && (!someOwed || s.higherBandSeen(model, b, t)) {
+		if b > 0 && (!someOwed || m.higherBandSeen(b, t)) {
 			continue
 		}
 		if b == 0 && len(m.heaps[0]) > 0 {

@@ -3,6 +3,7 @@ package fairshare
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacegate/pacegate/policy"
@@ -16,25 +17,34 @@ const NumBands = 3
 const DefaultHalfLife = 10 * time.Second
 
 // Scheduler holds the wait sets and virtual counters of every model. It
-// is safe for concurrent use; one mutex, mu, guards all of its state.
+// is safe for concurrent use. Each model has its own lock, which guards
+// the model's state and its flows: one model's grants never wait on
+// another's. A call about one bucket takes its model's lock; a call
+// about several models ([Scheduler.Best]) takes theirs one at a time.
 // Make it with [New].
 type Scheduler struct {
 	halfLife    float64       // seconds
 	window      int64         // ns a bucket stays recent after its last request: see [DefaultActiveWindow]
 	forgetAfter time.Duration // see [DefaultForgetAfter]
+	seq         atomic.Uint64 // join order, the tie-break between equal counters, across models
 
-	mu     sync.Mutex
-	models map[string]*model
-	flows  map[policy.Key]*flow
-	seq    uint64 // join order, the tie-break between equal counters
-	clock  int64  // the latest time any call passed in, unix ns
-	// idle holds the flows that only a counter above their band's floor
-	// keeps, by when they were last seen: see sweep.
-	idle []*flow
+	// models holds each model's state by name (string → *model): a
+	// model, once made, is kept. A sync.Map, so that finding a model
+	// writes nothing shared between the cores.
+	models sync.Map
 }
 
-// model is one model's wait sets, one min-heap per band.
+// model is one model's wait sets, one min-heap per band, and its flows.
+// mu guards every field below it and every field of its flows.
 type model struct {
+	s  *Scheduler
+	mu sync.Mutex
+
+	flows map[policy.Key]*flow
+	clock int64 // the latest time any call about the model passed in, unix ns
+	// idle holds the flows that only a counter above their band's floor
+	// keeps, by when they were last seen: see sweep.
+	idle   []*flow
 	heaps  [NumBands]flowHeap
 	floor  [NumBands]float64 // counter of the last flow granted in each band
 	grants [NumBands]uint64
@@ -44,11 +54,9 @@ type model struct {
 	// flows change, so that a share is O(1) with thousands of buckets.
 	active  float64
 	nActive int
-	busy    int                // the sum of its flows' busy(): requests running or about to
-	version uint64             // changes with any flow's service or wait: see competing
-	members map[*flow]struct{} // the model's flows
+	busy    int    // the sum of its flows' busy(): requests running or about to
+	version uint64 // changes with any flow's service or wait: see competing
 	recent  recentSet
-	s       *Scheduler
 	comp    competingStat // see competing
 }
 
@@ -99,34 +107,48 @@ func New(halfLife time.Duration) *Scheduler {
 	if halfLife <= 0 {
 		halfLife = DefaultHalfLife
 	}
-	return &Scheduler{halfLife: halfLife.Seconds(), window: int64(DefaultActiveWindow), forgetAfter: DefaultForgetAfter,
-		models: map[string]*model{}, flows: map[policy.Key]*flow{}}
+	return &Scheduler{halfLife: halfLife.Seconds(), window: int64(DefaultActiveWindow), forgetAfter: DefaultForgetAfter}
 }
 
-func (s *Scheduler) model(name string) *model {
-	m := s.models[name]
-	if m == nil {
-		m = &model{members: map[*flow]struct{}{}, s: s}
-		s.models[name] = m
+// lock returns model name's state with its lock held, made if need be;
+// the caller unlocks it.
+func (s *Scheduler) lock(name string) *model {
+	v, ok := s.models.Load(name)
+	if !ok {
+		v, _ = s.models.LoadOrStore(name, &model{s: s, flows: map[policy.Key]*flow{}})
 	}
+	m := v.(*model)
+	m.mu.Lock()
 	return m
 }
 
-func (s *Scheduler) flow(k policy.Key) *flow {
-	f := s.flows[k]
+// lockIf is lock for a model the scheduler has seen; nil (and nothing
+// locked) for one it has not.
+func (s *Scheduler) lockIf(name string) *model {
+	v, ok := s.models.Load(name)
+	if !ok {
+		return nil
+	}
+	m := v.(*model)
+	m.mu.Lock()
+	return m
+}
+
+// flow returns k's flow, made if need be. Requires m.mu held.
+func (m *model) flow(k policy.Key) *flow {
+	f := m.flows[k]
 	if f == nil {
-		f = &flow{key: k, m: s.model(k.Model), band: 1, weight: 1, hidx: -1}
-		s.flows[k] = f
-		f.m.members[f] = struct{}{}
+		f = &flow{key: k, m: m, band: 1, weight: 1, hidx: -1}
+		m.flows[k] = f
 	}
 	return f
 }
 
 // see records that f used or asked for the pool at now (unix ns).
-// Requires mu held.
-func (s *Scheduler) see(f *flow, now int64) {
+// Requires m.mu held.
+func (m *model) see(f *flow, now int64) {
 	f.seenAt = max(f.seenAt, now)
-	s.clock = max(s.clock, now)
+	m.clock = max(m.clock, now)
 }
 
 // Join puts bucket k in its model's wait set, in band (0 = high) with
@@ -138,22 +160,20 @@ func (s *Scheduler) see(f *flow, now int64) {
 // It reports whether k joined now (false: it was waiting already).
 func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) bool {
 	band = min(max(band, 0), NumBands-1)
-	if !(weight > 0) || math.IsInf(weight, 0) {
-		weight = 1
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.flow(k)
-	f.waitedAt = now.UnixNano()
-	f.m.version++
-	s.see(f, now.UnixNano())
+	weight = validWeight(weight)
+	m := s.lock(k.Model)
+	defer m.mu.Unlock()
+	t := now.UnixNano()
+	f := m.flow(k)
+	f.waitedAt = t
+	m.version++
+	m.see(f, t)
 	if f.hidx >= 0 {
 		return false
 	}
-	m := f.m
-	s.expire(m, now.UnixNano())
-	s.sweep(now.UnixNano())
-	m.seen[band] = now.UnixNano()
+	m.expire(t)
+	m.sweep(t)
+	m.seen[band] = t
 	m.leave(f)
 	defer m.enter(f)
 	f.band, f.weight = band, weight
@@ -161,26 +181,33 @@ func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) 
 		f.counter = max(f.counter, m.floor[band])
 	}
 	f.backlogged = true
-	h := &m.heaps[band]
-	s.seq++
-	f.seq = s.seq
-	h.push(f)
+	f.seq = s.seq.Add(1)
+	m.heaps[band].push(f)
 	return true
+}
+
+// validWeight is weight, or 1 for anything not a positive finite number.
+func validWeight(weight float64) float64 {
+	if !(weight > 0) || math.IsInf(weight, 0) {
+		return 1
+	}
+	return weight
 }
 
 // Rejoin puts k back in its wait set, in the band and with the weight of
 // its last Join, without a lift: it is still in the same busy period.
 // It reports whether k was out of the set.
 func (s *Scheduler) Rejoin(k policy.Key) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.flows[k]
+	m := s.lockIf(k.Model)
+	if m == nil {
+		return false
+	}
+	defer m.mu.Unlock()
+	f := m.flows[k]
 	if f == nil || f.hidx >= 0 {
 		return false
 	}
-	s.seq++
-	f.seq = s.seq
-	m := f.m
+	f.seq = s.seq.Add(1)
 	m.leave(f)
 	m.heaps[f.band].push(f)
 	m.enter(f)
@@ -191,60 +218,64 @@ func (s *Scheduler) Rejoin(k policy.Key) bool {
 // joining a wait set: how a caller that polls for capacity keeps the
 // fairness figures ([ModelStat.Jain]) meaningful.
 func (s *Scheduler) Compete(k policy.Key, weight float64, now time.Time) {
-	if !(weight > 0) || math.IsInf(weight, 0) {
-		weight = 1
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.flow(k)
-	f.weight = weight
+	m := s.lock(k.Model)
+	defer m.mu.Unlock()
+	f := m.flow(k)
+	f.weight = validWeight(weight)
 	f.waitedAt = now.UnixNano()
-	f.m.version++
+	m.version++
 }
 
 // Leave takes k out of its wait set (its request went away). The bucket
 // stays backlogged until [Scheduler.Idle].
 func (s *Scheduler) Leave(k policy.Key) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.flows[k]
+	m := s.lockIf(k.Model)
+	if m == nil {
+		return
+	}
+	defer m.mu.Unlock()
+	f := m.flows[k]
 	if f == nil || f.hidx < 0 {
 		return
 	}
-	m := f.m
 	m.leave(f)
 	m.heaps[f.band].remove(f.hidx)
 	m.enter(f)
-	s.forget(f)
+	m.forget(f)
 }
 
 // Idle records that k has nothing queued any more: its next Join is a
 // return from idleness and is lifted.
 func (s *Scheduler) Idle(k policy.Key) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f := s.flows[k]; f != nil {
+	m := s.lockIf(k.Model)
+	if m == nil {
+		return
+	}
+	defer m.mu.Unlock()
+	if f := m.flows[k]; f != nil {
 		f.backlogged = false
-		s.forget(f)
+		m.forget(f)
 	}
 }
 
 // Waits reports whether bucket k is in its model's wait set.
 func (s *Scheduler) Waits(k policy.Key) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.flows[k]
+	m := s.lockIf(k.Model)
+	if m == nil {
+		return false
+	}
+	defer m.mu.Unlock()
+	f := m.flows[k]
 	return f != nil && f.hidx >= 0
 }
 
 // Waiting reports whether any bucket of model waits for a slot.
 func (s *Scheduler) Waiting(model string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.models[model]
+	m := s.lockIf(model)
 	if m == nil {
 		return false
 	}
+	defer m.mu.Unlock()
 	for b := range m.heaps {
 		if len(m.heaps[b]) > 0 {
 			return true
@@ -253,79 +284,45 @@ func (s *Scheduler) Waiting(model string) bool {
 	return false
 }
 
-// Best returns the bucket that the next slot for one of models should go
-// to: the highest band with a waiting bucket, then the lowest counter,
-// then the earliest join. It takes nothing; see [Scheduler.Grant].
-func (s *Scheduler) Best(models []string) (policy.Key, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.best(models)
-	if f == nil {
-		return policy.Key{}, false
-	}
-	return f.key, true
-}
-
-// best requires mu held.
-func (s *Scheduler) best(models []string) *flow {
-	for b := range NumBands {
-		var top *flow
-		for _, name := range models {
-			m := s.models[name]
-			if m == nil || len(m.heaps[b]) == 0 {
-				continue
-			}
-			if f := m.heaps[b][0]; top == nil || f.before(top) {
-				top = f
-			}
-		}
-		if top != nil {
-			return top
-		}
-	}
-	return nil
-}
-
 // Grant takes k out of its wait set because a slot was given to it. It
 // reports false if k was not waiting.
 func (s *Scheduler) Grant(k policy.Key) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.flows[k]
+	m := s.lockIf(k.Model)
+	if m == nil {
+		return false
+	}
+	defer m.mu.Unlock()
+	f := m.flows[k]
 	if f == nil || f.hidx < 0 {
 		return false
 	}
-	s.grant(f)
+	m.leave(f)
+	m.take(f)
+	m.enter(f)
 	return true
 }
 
 // GrantHold is Grant and then Hold, under one lock: how a gate hands a
 // waiting bucket the slot it took for it.
 func (s *Scheduler) GrantHold(k policy.Key, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.flows[k]
+	m := s.lockIf(k.Model)
+	if m == nil {
+		return false
+	}
+	defer m.mu.Unlock()
+	f := m.flows[k]
 	if f == nil || f.hidx < 0 {
 		return false
 	}
-	m := f.m
 	m.leave(f)
 	m.take(f)
 	f.held++
 	m.enter(f)
-	s.chargeHold(f, now)
+	m.chargeHold(f, now)
 	return true
 }
 
-// grant requires mu held and f waiting.
-func (s *Scheduler) grant(f *flow) {
-	m := f.m
-	m.leave(f)
-	m.take(f)
-	m.enter(f)
-}
-
-// take removes f from its wait set for a grant. Requires mu held, f
+// take removes f from its wait set for a grant. Requires m.mu held, f
 // waiting and out of m's sums (leave).
 func (m *model) take(f *flow) {
 	m.heaps[f.band].remove(f.hidx)
@@ -333,196 +330,9 @@ func (m *model) take(f *flow) {
 	m.grants[f.band]++
 }
 
-// Hold records that a slot was taken for k that its next Start will use:
-// between the two, k counts as running it, so that two deliveries of k a
-// moment apart do not both find k owed a slot (see [Scheduler.Access]).
-// It charges k what a request of k has recently been charged at its
-// start: a bucket granted several slots at once pays for each as it is
-// granted, not only when its requests start. Start and Unhold give it
-// back.
-func (s *Scheduler) Hold(k policy.Key, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.hold(s.flow(k), now)
-}
-
-// hold requires mu held.
-func (s *Scheduler) hold(f *flow, now time.Time) {
-	m := f.m
-	m.leave(f)
-	f.held++
-	m.enter(f)
-	s.chargeHold(f, now)
-}
-
-// chargeHold charges f for the hold it just took. Requires mu held.
-func (s *Scheduler) chargeHold(f *flow, now time.Time) {
-	f.heldCharge += f.meanCost
-	s.charge(f, f.meanCost, now)
-}
-
-// unhold gives back one hold of f and what it was charged. Requires mu
-// held, and f.held > 0.
-func (s *Scheduler) unhold(f *flow, now time.Time) {
-	m := f.m
-	m.leave(f)
-	back := f.dropHold()
-	m.enter(f)
-	s.charge(f, -back, now)
-}
-
-// dropHold takes one hold off f and returns what it was charged, for the
-// caller to give back. Requires mu held, f.held > 0, and f out of its
-// model's sums (model.leave).
-func (f *flow) dropHold() float64 {
-	back := f.heldCharge / float64(f.held)
-	f.held--
-	f.heldCharge -= back
-	if f.held == 0 {
-		f.heldCharge = 0 // no float residue
-	}
-	return back
-}
-
-// Unhold gives back a Hold whose slot was released without a Start.
-func (s *Scheduler) Unhold(k policy.Key, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f := s.flows[k]; f != nil && f.held > 0 {
-		s.unhold(f, now)
-		s.forget(f)
-	}
-}
-
-// meanWeight is how much a new request counts in a bucket's recent means.
-const meanWeight = 0.2
-
-// Start records that one request of k began on the pool, charging cost,
-// the service it is expected to take; it uses up a Hold of k, if any,
-// giving back what the hold was charged.
-func (s *Scheduler) Start(k policy.Key, cost float64, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.flow(k)
-	m := f.m
-	m.leave(f)
-	var back float64
-	if f.held > 0 {
-		back = f.dropHold()
-	}
-	f.running++
-	m.enter(f)
-	s.charge(f, -back, now)
-	m.seen[f.band] = now.UnixNano()
-	s.see(f, now.UnixNano())
-	f.meanCost = ewma(f.meanCost, cost)
-	s.charge(f, cost, now)
-	s.fix(f)
-}
-
-// Completed records that a request of k generated tokens completion
-// tokens, for [Scheduler.MeanCompletion].
-func (s *Scheduler) Completed(k policy.Key, tokens float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f := s.flows[k]; f != nil && tokens >= 0 {
-		f.meanCompletion = ewma(f.meanCompletion, tokens)
-	}
-}
-
-// MeanCompletion is the recent mean of the completion tokens k's
-// requests generated; false when none of its requests ended since it was
-// last forgotten.
-func (s *Scheduler) MeanCompletion(k policy.Key) (float64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.flows[k]
-	if f == nil || f.meanCompletion == 0 {
-		return 0, false
-	}
-	return f.meanCompletion, true
-}
-
-// ewma moves mean towards x; a zero mean is none yet and takes x.
-func ewma(mean, x float64) float64 {
-	if mean == 0 {
-		return x
-	}
-	return mean + meanWeight*(x-mean)
-}
-
-// Charge adds tokens (already weighted by the completion weight where
-// they are completion tokens; may be negative to correct an estimate) to
-// k's service.
-func (s *Scheduler) Charge(k policy.Key, tokens float64, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f := s.flows[k]; f != nil {
-		s.charge(f, tokens, now)
-	}
-}
-
-// charge requires mu held.
-func (s *Scheduler) charge(f *flow, tokens float64, now time.Time) {
-	if tokens == 0 || math.IsNaN(tokens) {
-		return
-	}
-	v := tokens / f.weight
-	f.m.version++
-	f.counter = max(f.counter+v, 0)
-	f.decay(now.UnixNano(), s.halfLife)
-	f.recent = max(f.recent+v, 0)
-	s.fix(f)
-}
-
-// Done records that one request of k left the pool at now.
-func (s *Scheduler) Done(k policy.Key, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f := s.flows[k]; f != nil {
-		m := f.m
-		m.leave(f)
-		f.running = max(f.running-1, 0)
-		s.see(f, now.UnixNano()) // before enter: recent from now
-		m.enter(f)
-		s.fix(f)
-		s.forget(f)
-		s.expire(m, now.UnixNano())
-	}
-}
-
-// fix restores f's place in its wait set after its key changed. Requires
-// mu held.
-func (s *Scheduler) fix(f *flow) {
-	if f.hidx >= 0 {
-		f.m.heaps[f.band].fix(f.hidx)
-	}
-}
-
-// forget drops a flow that holds nothing the scheduler needs: not
-// waiting, nothing running or queued, not recent (see
-// [Scheduler.Access]), and a counter no higher than its band's floor, to
-// which it would be lifted on return anyway. A flow with a higher counter
-// goes in the idle queue and is dropped DefaultForgetAfter after it was
-// last seen (sweep); a recent one is uncounted, and then forgotten, when
-// its window passes (expire). Requires mu held.
-func (s *Scheduler) forget(f *flow) {
-	if !s.forgettable(f) {
-		return
-	}
-	if f.counter <= f.m.floor[f.band] {
-		s.drop(f)
-		return
-	}
-	if !f.idleQueued {
-		f.idleQueued, f.idleAt = true, f.seenAt
-		s.idle = append(s.idle, f)
-	}
-}
-
 // leave takes f out of m's active sums before a change to it; enter puts
 // it back after the change if it is active then, and recounts it in the
-// recent sums (which nothing reads between the two). Requires mu held.
+// recent sums (which nothing reads between the two). Requires m.mu held.
 func (m *model) leave(f *flow) {
 	if !f.active() {
 		return
@@ -541,7 +351,7 @@ func (m *model) enter(f *flow) {
 		m.active += f.weight
 		m.busy += f.busy()
 	}
-	m.s.recount(m, f)
+	m.recount(f)
 }
 
 // active reports whether f waits for or uses its model's slots.
@@ -556,18 +366,4 @@ func (f *flow) decay(now int64, halfLife float64) {
 		f.recent *= math.Exp2(-float64(now-f.decayAt) / 1e9 / halfLife)
 	}
 	f.decayAt = max(f.decayAt, now)
-}
-
-// before orders flows within a band: the lowest counter, then the one
-// with fewer requests running (a bucket lifted to the others' counter on
-// its return is not made to wait behind one that holds many slots), then
-// the earliest join.
-func (f *flow) before(g *flow) bool {
-	if f.counter != g.counter {
-		return f.counter < g.counter
-	}
-	if f.running != g.running {
-		return f.running < g.running
-	}
-	return f.seq < g.seq
 }

@@ -3,7 +3,6 @@ package fairshare
 import (
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/pacegate/pacegate/policy"
@@ -45,43 +44,56 @@ type ModelStat struct {
 
 // Flow returns k's figures; false if the scheduler holds nothing for k.
 func (s *Scheduler) Flow(k policy.Key, now time.Time) (FlowStat, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.flows[k]
+	m := s.lockIf(k.Model)
+	if m == nil {
+		return FlowStat{}, false
+	}
+	defer m.mu.Unlock()
+	f := m.flows[k]
 	if f == nil {
 		return FlowStat{}, false
 	}
-	total, _, _ := s.competing(s.models[k.Model], now.UnixNano())
-	return s.flowStat(f, now.UnixNano(), total), true
+	total, _, _ := m.competing(now.UnixNano())
+	return m.flowStat(f, now.UnixNano(), total), true
 }
 
-// Models returns each model's figures, by name.
+// Models returns each model's figures, by name. It takes each model's
+// lock in turn.
 func (s *Scheduler) Models(now time.Time) []ModelStat {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := now.UnixNano()
-	out := make([]ModelStat, 0, len(s.models))
-	for _, m := range s.models {
-		s.expire(m, t) // what it uncounts, sweep may forget
-	}
-	s.sweep(t)
-	for name, m := range s.models {
-		ms := ModelStat{Model: name, Grants: m.grants, Jain: 1}
-		for b := range m.heaps {
-			ms.Waiting[b] = len(m.heaps[b])
+	var names []string
+	s.models.Range(func(name, _ any) bool {
+		names = append(names, name.(string))
+		return true
+	})
+	slices.Sort(names)
+	out := make([]ModelStat, 0, len(names))
+	for _, name := range names {
+		if m := s.lockIf(name); m != nil {
+			out = append(out, m.stat(name, now.UnixNano()))
+			m.mu.Unlock()
 		}
-		total, sq, n := s.competing(m, t)
-		ms.Competing = n
-		if n >= 2 && sq > 0 {
-			// Rounded: the index is scale-free, but the decay leaves
-			// float noise in the last digits that would make two
-			// scrapes of the same state differ.
-			ms.Jain = math.Round(total*total/(float64(n)*sq)*1e9) / 1e9
-		}
-		out = append(out, ms)
 	}
-	slices.SortFunc(out, func(a, b ModelStat) int { return strings.Compare(a.Model, b.Model) })
 	return out
+}
+
+// stat is m's figures at t; it forgets what t lets it first. Requires
+// m.mu held.
+func (m *model) stat(name string, t int64) ModelStat {
+	m.expire(t) // what it uncounts, sweep may forget
+	m.sweep(t)
+	ms := ModelStat{Model: name, Grants: m.grants, Jain: 1}
+	for b := range m.heaps {
+		ms.Waiting[b] = len(m.heaps[b])
+	}
+	total, sq, n := m.competing(t)
+	ms.Competing = n
+	if n >= 2 && sq > 0 {
+		// Rounded: the index is scale-free, but the decay leaves float
+		// noise in the last digits that would make two scrapes of the
+		// same state differ.
+		ms.Jain = math.Round(total*total/(float64(n)*sq)*1e9) / 1e9
+	}
+	return ms
 }
 
 // statTTL is how long a model's competing sums are reused: a scrape and
@@ -101,16 +113,14 @@ type competingStat struct {
 // competing sums the recent service of m's flows that waited within the
 // last half-life, and its squares. It is a pass over m's flows, made at
 // most once per statTTL (or when the model changed, at the same time)
-// and decayed to now in between. Requires mu held.
-func (s *Scheduler) competing(m *model, now int64) (total, squares float64, n int) {
-	if m == nil {
-		return 0, 0, 0
-	}
+// and decayed to now in between. Requires m.mu held.
+func (m *model) competing(now int64) (total, squares float64, n int) {
+	s := m.s
 	c := &m.comp
 	if !(c.valid && (now == c.at && c.version == m.version || now > c.at && now-c.at < int64(statTTL))) {
 		*c = competingStat{valid: true, at: now, version: m.version}
 		horizon := now - int64(s.halfLife*1e9)
-		for f := range m.members {
+		for _, f := range m.flows {
 			if f.waitedAt < horizon || f.waitedAt == 0 {
 				continue
 			}
@@ -131,10 +141,11 @@ func (f *flow) decayedTo(now int64, halfLife float64) float64 {
 	return g.recent
 }
 
-func (s *Scheduler) flowStat(f *flow, now int64, total float64) FlowStat {
-	st := FlowStat{Key: f.key, Counter: f.counter, Recent: f.decayedTo(now, s.halfLife),
+// flowStat requires m.mu held.
+func (m *model) flowStat(f *flow, now int64, total float64) FlowStat {
+	st := FlowStat{Key: f.key, Counter: f.counter, Recent: f.decayedTo(now, m.s.halfLife),
 		Waiting: f.hidx >= 0, Running: f.running}
-	if total > 0 && f.waitedAt >= now-int64(s.halfLife*1e9) && f.waitedAt != 0 {
+	if total > 0 && f.waitedAt >= now-int64(m.s.halfLife*1e9) && f.waitedAt != 0 {
 		st.Share = st.Recent / total
 	}
 	return st
