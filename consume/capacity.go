@@ -236,6 +236,9 @@ func (c *capacity) pick(models []string) (policy.Key, bool) {
 // buckets owed the most, and wakes each one, until no slot or no bucket
 // is left.
 func (c *capacity) grantFree(models []string) {
+	if !c.anyWaiting(models) {
+		return // most ends of a request: nothing to grant, nothing locked
+	}
 	models = slices.Clone(models)   // grantOne narrows it
 	slices.Sort(models)             // the order grantOne locks their gates in,
 	models = slices.Compact(models) // each once
@@ -247,6 +250,26 @@ func (c *capacity) grantFree(models []string) {
 		if c.wake != nil {
 			c.wake(k)
 		}
+	}
+}
+
+// anyWaiting reports whether a bucket of one of models waits for a slot.
+// A bucket that joins after it answered no takes a free slot itself: it
+// calls grantFree after it joins (acquire).
+func (c *capacity) anyWaiting(models []string) bool {
+	for _, m := range models {
+		if c.sched.Waiting(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// grantModel is grantFree for one model, which allocates nothing unless a
+// bucket of it waits.
+func (c *capacity) grantModel(model string) {
+	if c.sched.Waiting(model) {
+		c.grantFree([]string{model})
 	}
 }
 

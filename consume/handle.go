@@ -154,7 +154,7 @@ func (c *Consumer) invoke(p *Pending, slot Slot, m *meter) {
 func (c *Consumer) ended(k policy.Key) {
 	c.cfg.Fairness.Done(k, time.Now())
 	if c.cap.guard {
-		c.cap.grantFree([]string{k.Model})
+		c.cap.grantModel(k.Model)
 	}
 }
 
