@@ -80,6 +80,19 @@ func (r *pfxResult) followUpTTFT() Summary {
 	return Summarize(xs)
 }
 
+// refilled counts the follow-up turns whose replica reported less than
+// half of the prompt cached: their conversation's prefix was not where
+// they went, or had been evicted there, and was prefilled again.
+func (r *pfxResult) refilled() int {
+	n := 0
+	for _, t := range r.turns {
+		if t.turn > 0 && t.err == nil && 2*t.cached < t.prompt {
+			n++
+		}
+	}
+	return n
+}
+
 // words is a deterministic text of n words drawn from seed.
 func words(seed uint64, n int) string {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))

@@ -129,7 +129,7 @@ func decisionsCell(r *pfxResult) string {
 }
 
 func pfxReport(e *env, res *ScenarioResult, rs map[string]*pfxResult) {
-	t := Table{Title: "per case", Header: []string{"case", "completed", "errors", "hit ratio", "follow-up TTFT p50 (ms)", "p99 (ms)", "requests per replica (max/mean)", "decisions: prefix / miss / load"}}
+	t := Table{Title: "per case", Header: []string{"case", "completed", "errors", "hit ratio", "follow-up TTFT p50 (ms)", "p99 (ms)", "follow-ups prefilled again", "requests per replica (max/mean)", "decisions: prefix / miss / load"}}
 	for _, name := range []string{"partition", "least_outstanding", "prefix", "prefix, shared preamble", "prefix, a replica drained midway", "prefix, a replica crashed midway",
 		"partition, pauses", "least_outstanding, pauses", "prefix, pauses"} {
 		r, ok := rs[name]
@@ -141,15 +141,17 @@ func pfxReport(e *env, res *ScenarioResult, rs map[string]*pfxResult) {
 		if slices.Max(append(r.perUp, 0)) > 0 {
 			spread = fmt.Sprintf("%v (%s)", r.perUp, f2(maxOverMean(r.perUp)))
 		}
-		t.Rows = append(t.Rows, []string{name, fmt.Sprint(r.completed), fmt.Sprint(r.errors), f3(r.hitRatio()), f1(s.P50), f1(s.P99), spread, decisionsCell(r)})
+		t.Rows = append(t.Rows, []string{name, fmt.Sprint(r.completed), fmt.Sprint(r.errors), f3(r.hitRatio()), f1(s.P50), f1(s.P99), fmt.Sprint(r.refilled()), spread, decisionsCell(r)})
 		res.metric("hit_ratio_"+name, r.hitRatio())
 		res.metric("followup_ttft_p99_ms_"+name, s.P99)
 		res.metric("completed_"+name, float64(r.completed))
+		res.metric("refilled_"+name, float64(r.refilled()))
 	}
 	res.Tables = append(res.Tables, t)
 	res.note("Decisions, counted by the gateway: prefix = to the replica predicted to hold the longest prefix of the prompt; " +
 		"miss = no replica held any of it (a conversation's first turn), least loaded; load = a replica holding more of it was " +
-		"skipped, over the load bound or at its limit (a follow-up that prefills its prefix again elsewhere).")
+		"skipped, over the load bound or at its limit (a follow-up that prefills its prefix again elsewhere). " +
+		"A follow-up prefilled again is one whose replica reported less than half of its prompt cached.")
 	pfxBars(res, "", rs["partition"], rs["least_outstanding"], rs["prefix"])
 	pfxBars(res, fmt.Sprintf(", a pause of up to %v before each follow-up", pfxPauseMax),
 		rs["partition, pauses"], rs["least_outstanding, pauses"], rs["prefix, pauses"])

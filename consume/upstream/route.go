@@ -46,16 +46,20 @@ func (p *Pool) route(s *slot, req *consume.Request) {
 	chain := prefix.Chain{Hashes: req.Prefix, Bytes: req.PromptBytes}
 	buf := matchBufs.Get().(*[]int)
 	matched := p.index.Match(chain, *buf)
+	conv, isConv := conversation(req.Prefix)
 	p.mu.Lock()
 	from := s.u
 	now := time.Now()
+	if isConv && noneHolds(matched) { // a new conversation: the tenant's last one may have ended
+		p.live.retireLone(p.ups, req.Key.Tenant, loadClock(now))
+	}
 	to, decision := p.choose(from, req.Key, matched, s.headroom, now)
 	if to != from {
 		p.add(from, -1, now)
 		p.add(to, 1, now)
 		s.u = to
 	}
-	if conv, ok := conversation(req.Prefix); ok {
+	if isConv {
 		p.live.touch(&to.conv, conv, req.Key.Tenant, loadClock(now))
 	}
 	to.routed[decision]++
@@ -67,6 +71,16 @@ func (p *Pool) route(s *slot, req *consume.Request) {
 	if to != from {
 		p.freed(freed) // from has a slot free now
 	}
+}
+
+// noneHolds reports whether no upstream holds any block of the prompt.
+func noneHolds(matched []int) bool {
+	for _, m := range matched {
+		if m > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // matchBufs recycles Match's per-upstream results.

@@ -480,3 +480,48 @@ func TestRouteSendsANewConversationWhereFewestAreLive(t *testing.T) {
 		}
 	})
 }
+
+// A tenant's new conversation takes the place of its only live one,
+// which has most probably ended: that one stops counting at once, so the
+// replica it was on is where the fewest go on. A tenant with two live
+// conversations keeps both counted; a retired conversation that does go
+// on is counted again at its next turn.
+func TestRouteANewConversationTakesThePlaceOfTheTenantsLastOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := routePool(t, 2, 0, 1<<20)
+		p.learnedAt(10)
+		turn := func(up, conv int, tenant string) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.live.touch(&p.ups[up].conv, uint64(conv), tenant, loadClock(time.Now()))
+		}
+		counts := func() []int {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return []int{p.live.count(&p.ups[0].conv, loadClock(time.Now())), p.live.count(&p.ups[1].conv, loadClock(time.Now()))}
+		}
+		of := func(tenant string, r *consume.Request) *consume.Request { r.Key.Tenant = tenant; return r }
+		turn(0, 1, "a")
+		turn(0, 3, "c")
+		turn(1, 2, "b")
+		p.setLoad(0, 1) // 0 has run less: the tie-break once a's is retired
+		if to, d, _ := routeFrom(p, 1, of("a", blocks(4, 100))); to != 0 || d != DecisionMiss {
+			t.Fatalf("a's new conversation went to %d (%s); want 0 (miss), where its last one was", to, d)
+		}
+		if got := counts(); !slices.Equal(got, []int{2, 1}) {
+			t.Fatalf("live %v after a's new conversation; want [2 1]: 3 and a's new one on 0, 2 on 1", got)
+		}
+		turn(1, 5, "c") // c has two now: 3 on 0, 5 on 1
+		if to, _, _ := routeFrom(p, 0, of("c", blocks(6, 100))); to != 0 {
+			t.Fatalf("c's third conversation went to %d; want 0 (it stays where its slot is on a tie)", to)
+		}
+		if got := counts(); !slices.Equal(got, []int{3, 2}) {
+			t.Fatalf("live %v after c's third conversation; want [3 2]: none of c's retired", got)
+		}
+		turn(1, 2, "b") // b's conversation goes on: no change
+		turn(0, 1, "a") // a's first conversation was going on after all
+		if got := counts(); !slices.Equal(got, []int{4, 2}) {
+			t.Fatalf("live %v after a's first conversation came back; want [4 2]", got)
+		}
+	})
+}
