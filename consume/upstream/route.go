@@ -51,7 +51,7 @@ func (p *Pool) route(s *slot, req *consume.Request) {
 	from := s.u
 	now := time.Now()
 	if isConv && noneHolds(matched) { // a new conversation: the tenant's last one may have ended
-		p.live.retireLone(p.ups, req.Key.Tenant, loadClock(now))
+		p.live.retireLone(p.ups, req.Key, loadClock(now))
 	}
 	to, decision := p.choose(from, req.Key, matched, s.headroom, now)
 	if to != from {
@@ -60,7 +60,7 @@ func (p *Pool) route(s *slot, req *consume.Request) {
 		s.u = to
 	}
 	if isConv {
-		p.live.touch(&to.conv, conv, req.Key.Tenant, loadClock(now))
+		p.live.touch(&to.conv, conv, req.Key, loadClock(now))
 	}
 	to.routed[decision]++
 	freed := from.models
@@ -113,7 +113,7 @@ func (p *Pool) choose(from *upstream, key policy.Key, matched []int, headroom bo
 			}
 		}
 	}
-	d := decision{matched: matched, from: from, clock: loadClock(now), miss: longest == 0, live: &p.live, tenant: key.Tenant,
+	d := decision{matched: matched, from: from, clock: loadClock(now), miss: longest == 0, live: &p.live, owner: key,
 		bound: p.cfg.Routing.LoadBound*float64(total)/float64(max(len(cands), 1)) + 1}
 	if holders == 1 {
 		d.recentBound = p.cfg.Routing.LoadBound*p.recentLoad(cands, d.clock)/float64(len(cands)) + 1
@@ -141,7 +141,7 @@ type decision struct {
 	clock   int64     // loadClock at the decision
 	miss    bool      // no upstream holds any of the prompt
 	live    *liveConversations
-	tenant  string // the request's
+	owner   policy.Key // the request's tenant and model
 	// bound is load_bound × the mean of the candidates' requests in
 	// flight, + 1; recentBound is load_bound × the mean of their recent
 	// loads, + 1, when one candidate alone holds the longest prefix.
@@ -186,7 +186,7 @@ func (d *decision) better(u, best *upstream) bool {
 		if a, b := d.live.count(&u.conv, d.clock), d.live.count(&best.conv, d.clock); a != b {
 			return a < b
 		}
-		if a, b := u.conv.holds(d.tenant), best.conv.holds(d.tenant); a != b {
+		if a, b := u.conv.holds(d.owner), best.conv.holds(d.owner); a != b {
 			return a
 		}
 		return u.load.at(d.clock, u.inFlight) < best.load.at(d.clock, best.inFlight)

@@ -449,7 +449,7 @@ func TestRouteSendsANewConversationWhereFewestAreLive(t *testing.T) {
 		turn := func(up, conv int) { // a turn of conv on up, as route records it
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			p.live.touch(&p.ups[up].conv, uint64(conv), "a", loadClock(time.Now()))
+			p.live.touch(&p.ups[up].conv, uint64(conv), policy.Key{Tenant: "a", Model: "m"}, loadClock(time.Now()))
 		}
 		for range 3 { // turns 100 ms apart
 			turn(0, 1)
@@ -481,9 +481,10 @@ func TestRouteSendsANewConversationWhereFewestAreLive(t *testing.T) {
 	})
 }
 
-// A tenant's new conversation takes the place of its only live one,
-// which has most probably ended: that one stops counting at once, so the
-// replica it was on is where the fewest go on. A tenant with two live
+// A tenant's new conversation takes the place of its only live one with
+// the model, which has most probably ended: that one stops counting at
+// once, so the replica it was on is where the fewest go on. Its
+// conversation with another model stays; a tenant with two live
 // conversations keeps both counted; a retired conversation that does go
 // on is counted again at its next turn.
 func TestRouteANewConversationTakesThePlaceOfTheTenantsLastOne(t *testing.T) {
@@ -493,7 +494,7 @@ func TestRouteANewConversationTakesThePlaceOfTheTenantsLastOne(t *testing.T) {
 		turn := func(up, conv int, tenant string) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			p.live.touch(&p.ups[up].conv, uint64(conv), tenant, loadClock(time.Now()))
+			p.live.touch(&p.ups[up].conv, uint64(conv), policy.Key{Tenant: tenant, Model: "m"}, loadClock(time.Now()))
 		}
 		counts := func() []int {
 			p.mu.Lock()
@@ -504,24 +505,27 @@ func TestRouteANewConversationTakesThePlaceOfTheTenantsLastOne(t *testing.T) {
 		turn(0, 1, "a")
 		turn(0, 3, "c")
 		turn(1, 2, "b")
+		p.mu.Lock() // a's conversation with another model, which it keeps
+		p.live.touch(&p.ups[1].conv, 9, policy.Key{Tenant: "a", Model: "m2"}, loadClock(time.Now()))
+		p.mu.Unlock()
 		p.setLoad(0, 1) // 0 has run less: the tie-break once a's is retired
 		if to, d, _ := routeFrom(p, 1, of("a", blocks(4, 100))); to != 0 || d != DecisionMiss {
 			t.Fatalf("a's new conversation went to %d (%s); want 0 (miss), where its last one was", to, d)
 		}
-		if got := counts(); !slices.Equal(got, []int{2, 1}) {
-			t.Fatalf("live %v after a's new conversation; want [2 1]: 3 and a's new one on 0, 2 on 1", got)
+		if got := counts(); !slices.Equal(got, []int{2, 2}) {
+			t.Fatalf("live %v after a's new conversation; want [2 2]: 3 and a's new one on 0, 2 and a's with m2 on 1", got)
 		}
 		turn(1, 5, "c") // c has two now: 3 on 0, 5 on 1
 		if to, _, _ := routeFrom(p, 0, of("c", blocks(6, 100))); to != 0 {
-			t.Fatalf("c's third conversation went to %d; want 0 (it stays where its slot is on a tie)", to)
+			t.Fatalf("c's third conversation went to %d; want 0 (the fewest live)", to)
 		}
-		if got := counts(); !slices.Equal(got, []int{3, 2}) {
-			t.Fatalf("live %v after c's third conversation; want [3 2]: none of c's retired", got)
+		if got := counts(); !slices.Equal(got, []int{3, 3}) {
+			t.Fatalf("live %v after c's third conversation; want [3 3]: none of c's retired", got)
 		}
 		turn(1, 2, "b") // b's conversation goes on: no change
 		turn(0, 1, "a") // a's first conversation was going on after all
-		if got := counts(); !slices.Equal(got, []int{4, 2}) {
-			t.Fatalf("live %v after a's first conversation came back; want [4 2]", got)
+		if got := counts(); !slices.Equal(got, []int{4, 3}) {
+			t.Fatalf("live %v after a's first conversation came back; want [4 3]", got)
 		}
 	})
 }
