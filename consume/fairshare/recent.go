@@ -202,4 +202,7 @@ func (m *model) forgettable(f *flow) bool {
 }
 
 // drop deletes f. Requires m.mu held.
-func (m *model) drop(f *flow) { delete(m.flows, f.key) }
+func (m *model) drop(f *flow) {
+	m.uncompete(f)
+	delete(m.flows, f.key)
+}

@@ -54,10 +54,9 @@ type model struct {
 	// flows change, so that a share is O(1) with thousands of buckets.
 	active  float64
 	nActive int
-	busy    int    // the sum of its flows' busy(): requests running or about to
-	version uint64 // changes with any flow's service or wait: see competing
+	busy    int // the sum of its flows' busy(): requests running or about to
 	recent  recentSet
-	comp    competingStat // see competing
+	comp    competingSums
 }
 
 // flow is one bucket as the scheduler sees it.
@@ -98,7 +97,11 @@ type flow struct {
 	recent   float64 // weighted service, decayed with the half-life
 	decayAt  int64   // unix ns of the last decay
 	waitedAt int64   // unix ns when it last waited: it competed for the pool
-	seenAt   int64   // unix ns of its last join, start or end: see recentAt
+	// competes: f is in its model's competingSums, in their list
+	// between cprev and cnext.
+	competes     bool
+	cprev, cnext *flow
+	seenAt       int64 // unix ns of its last join, start or end: see recentAt
 }
 
 // New returns a Scheduler whose shares and fairness figure forget with
@@ -166,7 +169,7 @@ func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) 
 	t := now.UnixNano()
 	f := m.flow(k)
 	f.waitedAt = t
-	m.version++
+	m.waited(f)
 	m.see(f, t)
 	if f.hidx >= 0 {
 		return false
@@ -223,7 +226,7 @@ func (s *Scheduler) Compete(k policy.Key, weight float64, now time.Time) {
 	f := m.flow(k)
 	f.weight = validWeight(weight)
 	f.waitedAt = now.UnixNano()
-	m.version++
+	m.waited(f)
 }
 
 // Leave takes k out of its wait set (its request went away). The bucket

@@ -143,10 +143,11 @@ func (m *model) charge(f *flow, tokens float64, now time.Time) {
 		return
 	}
 	v := tokens / f.weight
-	m.version++
 	f.counter = max(f.counter+v, 0)
 	f.decay(now.UnixNano(), m.s.halfLife)
+	old := f.recent
 	f.recent = max(f.recent+v, 0)
+	m.recharged(f, old, now.UnixNano())
 	m.fix(f)
 }
 

@@ -96,49 +96,13 @@ func (m *model) stat(name string, t int64) ModelStat {
 	return ms
 }
 
-// statTTL is how long a model's competing sums are reused: a scrape and
-// an admin page that read the figures of many buckets make one pass
-// over the model's flows, not one per bucket.
-const statTTL = 250 * time.Millisecond
-
-// competingStat is a model's competing sums at one time (see competing).
-type competingStat struct {
-	valid          bool
-	at             int64
-	version        uint64
-	total, squares float64
-	n              int
-}
-
-// competing sums the recent service of m's flows that waited within the
-// last half-life, and its squares. It is a pass over m's flows, made at
-// most once per statTTL (or when the model changed, at the same time)
-// and decayed to now in between. Requires m.mu held.
-func (m *model) competing(now int64) (total, squares float64, n int) {
-	s := m.s
-	c := &m.comp
-	if !(c.valid && (now == c.at && c.version == m.version || now > c.at && now-c.at < int64(statTTL))) {
-		*c = competingStat{valid: true, at: now, version: m.version}
-		horizon := now - int64(s.halfLife*1e9)
-		for _, f := range m.flows {
-			if f.waitedAt < horizon || f.waitedAt == 0 {
-				continue
-			}
-			x := f.decayedTo(now, s.halfLife)
-			c.total += x
-			c.squares += x * x
-			c.n++
-		}
-	}
-	d := math.Exp2(-float64(now-c.at) / 1e9 / s.halfLife)
-	return c.total * d, c.squares * d * d, c.n
-}
-
-// decayedTo is recent decayed to now, without writing it back.
+// decayedTo is recent decayed to now, without writing it back (decay
+// does both).
 func (f *flow) decayedTo(now int64, halfLife float64) float64 {
-	g := *f
-	g.decay(now, halfLife)
-	return g.recent
+	if f.decayAt != 0 && now > f.decayAt {
+		return f.recent * math.Exp2(-float64(now-f.decayAt)/1e9/halfLife)
+	}
+	return f.recent
 }
 
 // flowStat requires m.mu held.
