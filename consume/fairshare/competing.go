@@ -83,8 +83,9 @@ func (c *competingSums) remove(x float64) {
 	c.squares = max(c.squares-x*x, 0)
 }
 
-// waited counts f in the sums, if it is not counted yet: it has just
-// waited for the pool (its waitedAt is now). Requires m.mu held.
+// waited counts f in the sums, or moves it to the end of their list if
+// it is counted already: it has just waited for the pool (its waitedAt
+// is now). Requires m.mu held.
 func (m *model) waited(f *flow) {
 	c := &m.comp
 	if f.competes { // waited again: to the end
