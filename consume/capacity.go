@@ -147,7 +147,7 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 	g.mu.Unlock()
 	// A slot may have freed between the try and the join, with nobody
 	// waiting to take it: hand it out now, possibly to k itself.
-	c.grantFree([]string{k.Model})
+	c.grantModel(k.Model)
 	if s, ok := c.claim(k); ok {
 		return s, true, false
 	}
@@ -236,9 +236,14 @@ func (c *capacity) pick(models []string) (policy.Key, bool) {
 // buckets owed the most, and wakes each one, until no slot or no bucket
 // is left.
 func (c *capacity) grantFree(models []string) {
-	if !c.anyWaiting(models) {
-		return // most ends of a request: nothing to grant, nothing locked
+	if c.anyWaiting(models) { // most frees: nothing to grant, nothing locked
+		c.grantWaiting(models)
 	}
+}
+
+// grantWaiting is grantFree once a bucket of one of models was seen
+// waiting.
+func (c *capacity) grantWaiting(models []string) {
 	models = slices.Clone(models)   // grantOne narrows it
 	slices.Sort(models)             // the order grantOne locks their gates in,
 	models = slices.Compact(models) // each once
@@ -269,7 +274,7 @@ func (c *capacity) anyWaiting(models []string) bool {
 // bucket of it waits.
 func (c *capacity) grantModel(model string) {
 	if c.sched.Waiting(model) {
-		c.grantFree([]string{model})
+		c.grantWaiting([]string{model})
 	}
 }
 

@@ -191,6 +191,6 @@ func (c *capacity) keptRoom(model string) {
 		g.mu.Lock()
 		g.recheck = nil
 		g.mu.Unlock()
-		c.grantFree([]string{model})
+		c.grantModel(model)
 	})
 }

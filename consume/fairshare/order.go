@@ -25,24 +25,24 @@ func (h head) before(g head) bool {
 	if h.band != g.band {
 		return h.band < g.band
 	}
-	if h.counter != g.counter {
-		return h.counter < g.counter
-	}
-	if h.running != g.running {
-		return h.running < g.running
-	}
-	return h.seq < g.seq
+	return inBand(h.counter, h.running, h.seq, g.counter, g.running, g.seq)
 }
 
 // before orders flows within a band (see head.before).
 func (f *flow) before(g *flow) bool {
-	if f.counter != g.counter {
-		return f.counter < g.counter
+	return inBand(f.counter, f.running, f.seq, g.counter, g.running, g.seq)
+}
+
+// inBand is the fair order within a band: whether the flow of counter
+// c1, running r1 and join order s1 goes before the other.
+func inBand(c1 float64, r1 int, s1 uint64, c2 float64, r2 int, s2 uint64) bool {
+	if c1 != c2 {
+		return c1 < c2
 	}
-	if f.running != g.running {
-		return f.running < g.running
+	if r1 != r2 {
+		return r1 < r2
 	}
-	return f.seq < g.seq
+	return s1 < s2
 }
 
 // Best returns the bucket that the next slot for one of models should go
