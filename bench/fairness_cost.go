@@ -27,7 +27,7 @@ func fairCostScheduler(n int, t0 time.Time) *fairshare.Scheduler {
 		s.Join(k, 1, 1, t0)
 		if i < fairCostSlots {
 			s.Grant(k)
-			s.Hold(k, t0)
+			s.Hold(k, 1, 1, t0)
 			s.Start(k, 100, t0)
 			s.Join(k, 1, 1, t0)
 		}

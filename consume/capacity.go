@@ -1,6 +1,7 @@
 package consume
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -94,6 +95,12 @@ type capacity struct {
 	// a slot only while the slots owed to the model's recent buckets
 	// below their share stay free (see [fairshare.Scheduler.Access]).
 	guard bool
+	// calmer and slowdown keep the batch calm for an active band that
+	// bounds its slowdown (ConsumerConfig.MaxSlowdown; a band's entry is
+	// +Inf when it bounds nothing). calmer is nil when no band does, or
+	// the upstreams cannot tell.
+	calmer   Calmer
+	slowdown [fairshare.NumBands]float64
 
 	// backlog and pace read a bucket's queued requests and pacing
 	// interval (the Queue's ledger and the Pacer).
@@ -120,9 +127,44 @@ func newCapacity(cfg ConsumerConfig, q *Queue) *capacity {
 	if c.mode == CapacityFair {
 		c.headroom = cfg.Headroom // the poll mode grants nothing, so has no use for it
 		c.guard = true
+		c.calmFor(cfg.MaxSlowdown)
 		c.up.OnFree(c.grantFree)
 	}
 	return c
+}
+
+// calmFor sets the bands' slowdown bounds, and calmer when one bounds
+// something and the upstreams can tell.
+func (c *capacity) calmFor(bounds [fairshare.NumBands]float64) {
+	calmer, _ := c.up.(Calmer)
+	for b, f := range bounds {
+		c.slowdown[b] = math.Inf(1)
+		if f >= 1 && !math.IsInf(f, 1) {
+			c.slowdown[b], c.calmer = f, calmer
+		}
+	}
+}
+
+// calmed reports whether k, of band (< 0: its band in the wait set),
+// must wait to keep its model's batch calm for an active higher band
+// that bounds its slowdown: the model runs as many requests as its
+// upstreams may while that bound holds.
+func (c *capacity) calmed(k policy.Key, band int) bool {
+	if c.calmer == nil {
+		return false
+	}
+	above := c.sched.ActiveAbove(k, band, time.Now())
+	factor := math.Inf(1)
+	for b := range fairshare.NumBands {
+		if above&(1<<b) != 0 {
+			factor = min(factor, c.slowdown[b])
+		}
+	}
+	if math.IsInf(factor, 1) {
+		return false
+	}
+	running, calm := c.calmer.Calm(k.Model, factor)
+	return running >= calm
 }
 
 // acquire returns a slot for bucket k: the one granted to it, or a free
@@ -139,7 +181,7 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 		c.sched.Compete(k, weight, time.Now())
 		return nil, false, false
 	}
-	if s, ok := c.takeNow(k, band); ok {
+	if s, ok := c.takeNow(k, band, weight); ok {
 		return s, true, false
 	}
 	g := c.lock(k.Model)
@@ -175,7 +217,7 @@ func (c *capacity) mayTake(k policy.Key, band int) bool {
 // the headroom if need be. With headroom, the decision and the take are
 // made under the model's gate, so that concurrent deliveries see each
 // other's slots.
-func (c *capacity) takeNow(k policy.Key, band int) (Slot, bool) {
+func (c *capacity) takeNow(k policy.Key, band int, weight float64) (Slot, bool) {
 	if c.guard {
 		g := c.lock(k.Model)
 		defer g.mu.Unlock()
@@ -190,17 +232,22 @@ func (c *capacity) takeNow(k policy.Key, band int) (Slot, bool) {
 		s, ok = c.up.TryAcquireHeadroom(k.Model)
 	}
 	if ok {
-		c.sched.Hold(k, time.Now()) // under the gate: the next decision sees it
+		c.sched.Hold(k, band, weight, time.Now()) // under the gate: the next decision sees it
 	}
 	return s, ok
 }
 
 // access is what k may take of its model's slots (see
 // [fairshare.Scheduler.Access]); band < 0 means k's band in the wait set.
-// Without headroom every bucket may take a slot within the limits.
+// In poll mode every bucket may take a slot within the limits; in fair
+// mode a bucket waits while its model's batch is kept calm for a higher
+// band (calmed).
 func (c *capacity) access(k policy.Key, band int) fairshare.Access {
 	if !c.guard {
 		return fairshare.AccessLimit
+	}
+	if c.calmed(k, band) {
+		return fairshare.AccessWait
 	}
 	free, total := c.up.Free(k.Model)
 	return c.sched.Access(k, band, total-free, total, c.headroom, time.Now())
@@ -318,7 +365,7 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 func (c *capacity) grantOwed(model string) (policy.Key, Slot, bool) {
 	free, total := c.up.Free(model)
 	k, ok := c.sched.BestOwed(model, total-free, total, c.headroom, time.Now())
-	if !ok {
+	if !ok || c.calmed(k, -1) {
 		return policy.Key{Model: model}, nil, false
 	}
 	s, ok := c.up.TryAcquireHeadroom(model)

@@ -190,10 +190,15 @@ func (r *rig) submit(ctx context.Context, tenant string) (*Delivery, *Pending) {
 
 // submitFor is submit for a model other than "m".
 func (r *rig) submitFor(ctx context.Context, tenant, model string) (*Delivery, *Pending) {
+	return r.submitIn(ctx, tenant, model, 1)
+}
+
+// submitIn is submitFor in a band other than normal.
+func (r *rig) submitIn(ctx context.Context, tenant, model string, band int) (*Delivery, *Pending) {
 	r.n++
 	k := policy.Key{Tenant: tenant, Model: model}
 	p, err := r.q.Submit(ctx, &Request{ID: fmt.Sprint(tenant, "-", r.n), Key: k, Path: "/v1/chat/completions",
-		Body: []byte("{}"), Stream: true, Band: 1, Weight: 1, Submitted: time.Now()})
+		Body: []byte("{}"), Stream: true, Band: band, Weight: 1, Submitted: time.Now()})
 	if err != nil {
 		panic(err)
 	}

@@ -67,6 +67,18 @@ type CacheReporter interface {
 	Cached(req *Request, prompt, cached int64)
 }
 
+// Calmer is implemented by Upstreams that learn how much their servers
+// slow down as their batches fill (consume/upstream.Pool, from vLLM's
+// inter-token latency): the capacity gate asks it while a band with a
+// MaxSlowdown is active.
+type Calmer interface {
+	// Calm returns how many requests of model run, and the largest batch
+	// the available upstreams serving it may run together for each
+	// request's steps to take at most factor times as long as in a batch
+	// of one: each upstream's limit, or less where it knows it slows.
+	Calm(model string, factor float64) (running, calm int)
+}
+
 // Waker is implemented by a Backend that can end a LiteTopic's suspension
 // early (the embedded engine). After a rate increase the Queue wakes the
 // suspended buckets it touches, and the fair-share gate wakes the bucket

@@ -39,18 +39,19 @@ func activeByPass(s *Scheduler, model string) float64 {
 	return w
 }
 
-func busyByPass(s *Scheduler, model string) (n int) {
+func busyByPass(s *Scheduler, model string) (n int, byBand [NumBands]int) {
 	for _, f := range flows(s) {
 		if f.key.Model == model {
 			n += f.busy()
+			byBand[f.band] += f.busy()
 		}
 	}
-	return n
+	return n, byBand
 }
 
 // TestActiveWeightFollowsEveryChange drives the scheduler through a
 // random sequence of every call that changes whether a bucket waits or
-// runs, and checks the kept sum against a pass over the flows after each.
+// runs (or its band), and checks the kept sums against a pass over the flows after each.
 func TestActiveWeightFollowsEveryChange(t *testing.T) {
 	s := New(0)
 	r := rand.New(rand.NewPCG(1, 2))
@@ -75,20 +76,20 @@ func TestActiveWeightFollowsEveryChange(t *testing.T) {
 		case 6:
 			s.Start(k, 1, t0)
 		case 7:
-			s.Hold(k, t0)
+			s.Hold(k, r.IntN(NumBands), weights[r.IntN(len(weights))], t0)
 		case 8:
 			s.Unhold(k, t0)
 		}
 		var active float64
-		got := 0
+		got, gotBands := 0, [NumBands]int{}
 		if m := modelOf(s, "m"); m != nil {
-			active, got = m.active, m.busy
+			active, got, gotBands = m.active, m.busy, m.bandBusy
 		}
 		if want := activeByPass(s, "m"); abs(active-want) > 1e-9 {
 			t.Fatalf("step %d: kept active weight %v, a pass over the flows gives %v", i, active, want)
 		}
-		if want := busyByPass(s, "m"); got != want {
-			t.Fatalf("step %d: kept busy count %d, a pass over the flows gives %d", i, got, want)
+		if want, wantBands := busyByPass(s, "m"); got != want || gotBands != wantBands {
+			t.Fatalf("step %d: kept busy count %d, by band %v; a pass over the flows gives %d, %v", i, got, gotBands, want, wantBands)
 		}
 	}
 }

@@ -19,7 +19,7 @@ func tenThousand() *Scheduler {
 		s.Join(k, 1, 1, t0)
 		if i < 256 {
 			s.Grant(k)
-			s.Hold(k, t0)
+			s.Hold(k, 1, 1, t0)
 			s.Start(k, 100, t0)
 			s.Join(k, 1, 1, t0)
 		}

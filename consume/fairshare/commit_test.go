@@ -31,7 +31,7 @@ func TestGrantsChargeTheCommitment(t *testing.T) {
 			t.Fatal("no bucket waiting")
 		}
 		s.Grant(k)
-		s.Hold(k, t0)
+		s.Hold(k, 1, 1, t0)
 		s.Rejoin(k)
 		order = append(order, k.Tenant)
 	}

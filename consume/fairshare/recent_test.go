@@ -78,7 +78,7 @@ func TestRecentSumsFollowEveryChange(t *testing.T) {
 			s.Leave(k)
 		case 3:
 			if s.Grant(k) {
-				s.Hold(k, now)
+				s.Hold(k, 1, 1, now)
 			}
 		case 4:
 			s.Done(k, now)

@@ -104,8 +104,8 @@ func TestBestOwedSkipsBucketsAboveTheirShare(t *testing.T) {
 // one bucket a moment apart must not both find it owed a slot.
 func TestHoldCountsATakenSlotBeforeItStarts(t *testing.T) {
 	s := noisyModel()
-	s.Hold(key("a"), t0)
-	s.Hold(key("a"), t0) // a's share is 2
+	s.Hold(key("a"), 1, 1, t0)
+	s.Hold(key("a"), 1, 1, t0) // a's share is 2
 	if got := s.Access(key("a"), 1, 10, 8, 2, t0); got != AccessWait {
 		t.Fatalf("a with two slots taken: Access = %d, want AccessWait (%d)", got, AccessWait)
 	}

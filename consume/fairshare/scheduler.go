@@ -49,6 +49,9 @@ type model struct {
 	floor  [NumBands]float64 // counter of the last flow granted in each band
 	grants [NumBands]uint64
 	seen   [NumBands]int64 // unix ns a bucket of each band last joined or started
+	ended  [NumBands]int64 // unix ns a request of each band last ended
+	// bandBusy is the sum of busy() over each band's flows.
+	bandBusy [NumBands]int
 	// active is the sum of the weights of the model's active flows, those
 	// that wait for or use its slots, and nActive their number: kept as
 	// flows change, so that a share is O(1) with thousands of buckets.
@@ -343,6 +346,7 @@ func (m *model) leave(f *flow) {
 	m.nActive--
 	m.active -= f.weight
 	m.busy -= f.busy()
+	m.bandBusy[f.band] -= f.busy()
 	if m.nActive == 0 {
 		m.active = 0 // no float residue once nothing is active
 	}
@@ -353,6 +357,7 @@ func (m *model) enter(f *flow) {
 		m.nActive++
 		m.active += f.weight
 		m.busy += f.busy()
+		m.bandBusy[f.band] += f.busy()
 	}
 	m.recount(f)
 }

@@ -224,7 +224,7 @@ func TestGrantHoldIsGrantThenHold(t *testing.T) {
 		t.Fatal("GrantHold refused a waiting bucket")
 	}
 	two.Grant(key("a"))
-	two.Hold(key("a"), t0)
+	two.Hold(key("a"), 1, 1, t0)
 	got, _ := one.Flow(key("a"), t0)
 	want, _ := two.Flow(key("a"), t0)
 	if got != want {

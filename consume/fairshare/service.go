@@ -13,12 +13,18 @@ import (
 // It charges k what a request of k has recently been charged at its
 // start: a bucket granted several slots at once pays for each as it is
 // granted, not only when its requests start. Start and Unhold give it
-// back.
-func (s *Scheduler) Hold(k policy.Key, now time.Time) {
+// back. band and weight are k's, as [Scheduler.Join] takes them: a bucket
+// that takes a free slot without waiting is known by its band too (see
+// [Scheduler.ActiveAbove]); a bucket in the wait set keeps those it
+// joined with.
+func (s *Scheduler) Hold(k policy.Key, band int, weight float64, now time.Time) {
 	m := s.lock(k.Model)
 	defer m.mu.Unlock()
 	f := m.flow(k)
 	m.leave(f)
+	if f.hidx < 0 {
+		f.band, f.weight = min(max(band, 0), NumBands-1), validWeight(weight)
+	}
 	f.held++
 	m.enter(f)
 	m.chargeHold(f, now)
@@ -161,6 +167,7 @@ func (s *Scheduler) Done(k policy.Key, now time.Time) {
 	if f := m.flows[k]; f != nil {
 		m.leave(f)
 		f.running = max(f.running-1, 0)
+		m.ended[f.band] = now.UnixNano()
 		m.see(f, now.UnixNano()) // before enter: recent from now
 		m.enter(f)
 		m.fix(f)

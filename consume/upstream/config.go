@@ -117,11 +117,16 @@ type UpstreamStat struct {
 	Room  string
 	// Running, Waiting and KVCache are the server's last good reading.
 	Running, Waiting, KVCache float64
-	Headroom                  int
-	Healthy                   bool
-	Errors                    uint64    // failures counted against it (transport errors, 5xx, failed probes)
-	DownUntil                 time.Time // zero while healthy
-	Models                    []string
+	// StepSeconds is the time between two tokens of a stream in a batch
+	// of one, and StepGrowth what each further request in the batch adds
+	// to it, as a fraction of it: the line fitted to the server's
+	// inter-token latency by batch. Both 0 until it is fitted.
+	StepSeconds, StepGrowth float64
+	Headroom                int
+	Healthy                 bool
+	Errors                  uint64    // failures counted against it (transport errors, 5xx, failed probes)
+	DownUntil               time.Time // zero while healthy
+	Models                  []string
 	// Routed counts the routing decisions that sent requests here, by
 	// decision (DecisionPrefix, DecisionMiss, DecisionLoad).
 	Routed map[string]uint64

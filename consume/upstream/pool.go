@@ -82,6 +82,7 @@ type upstream struct {
 	metricsOK bool
 	fails     int
 	gauges    vllmmetrics.Gauges
+	speed     slowdown // how its steps slow as its batch fills
 }
 
 var _ consume.Upstreams = (*Pool)(nil)
@@ -244,6 +245,35 @@ func (p *Pool) Free(model string) (free, total int) {
 	return free, total
 }
 
+// Calm implements [consume.Upstreams.Calm].
+func (p *Pool) Calm(model string, factor float64) (running, calm int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	for _, u := range p.ups {
+		if !u.available(now) || !u.serves(model) {
+			continue
+		}
+		running += u.inFlight
+		n := u.limit(false)
+		if within := u.calmBatch(factor); within > 0 {
+			n = min(n, within)
+		}
+		calm += n
+	}
+	return running, calm
+}
+
+// calmBatch is the batch within which u's steps take at most factor
+// times as long as alone, as learned from its metrics; 0 when it does
+// not know (or they do not slow). Requires Pool.mu held.
+func (u *upstream) calmBatch(factor float64) int {
+	if !u.learns || !u.metricsOK {
+		return 0
+	}
+	return u.speed.batchWithin(factor)
+}
+
 // Serves reports whether some upstream, healthy or not, serves model.
 func (p *Pool) Serves(model string) bool {
 	p.mu.Lock()
@@ -293,6 +323,9 @@ func (p *Pool) stats() []UpstreamStat {
 			Healthy: u.healthy, Errors: u.errors, DownUntil: u.downUntil, Models: slices.Clone(u.models),
 			Limit: u.limit(false), Room: u.roomSource(), Running: u.gauges.Running, Waiting: u.gauges.Waiting, KVCache: u.gauges.KVCache,
 			Routed: maps.Clone(u.routed), PromptTokens: u.promptTokens.Load(), CachedTokens: u.cachedTokens.Load()})
+		if sp := u.speed; sp.fitted {
+			out[len(out)-1].StepSeconds, out[len(out)-1].StepGrowth = sp.base, sp.perRequest/sp.base
+		}
 	}
 	return out
 }

@@ -72,6 +72,7 @@ func (p *Pool) applyReading(u *upstream, r vllmmetrics.Reading, err error) {
 	} else {
 		u.fails, u.metricsOK = 0, true
 		u.gauges = vllmmetrics.Sum(r.Models)
+		u.speed.observe(u.gauges)
 		before := u.limit(false)
 		u.learn.observe(u.gauges, u.inFlight)
 		grew = u.limit(false) > before

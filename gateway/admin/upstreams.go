@@ -24,13 +24,19 @@ type upstreamJSON struct {
 	Room           string `json:"room"`
 	MaxConcurrency int    `json:"max_concurrency"`
 	// Running, Waiting and KVCache are its last good metrics reading.
-	Running   float64     `json:"vllm_running"`
-	Waiting   float64     `json:"vllm_waiting"`
-	KVCache   float64     `json:"vllm_kv_cache_usage"`
-	Errors    uint64      `json:"errors"`
-	DownUntil *time.Time  `json:"down_until,omitempty"`
-	Models    []string    `json:"models"`
-	Routing   routingJSON `json:"routing"`
+	Running float64 `json:"vllm_running"`
+	Waiting float64 `json:"vllm_waiting"`
+	KVCache float64 `json:"vllm_kv_cache_usage"`
+	// StepMS is the time between two tokens of a stream in a batch of
+	// one, and StepGrowth the fraction of it each further request in
+	// the batch adds, fitted to its inter-token latency (0 until fitted):
+	// what keeps a band's max_slowdown.
+	StepMS     float64     `json:"vllm_step_ms"`
+	StepGrowth float64     `json:"vllm_step_growth"`
+	Errors     uint64      `json:"errors"`
+	DownUntil  *time.Time  `json:"down_until,omitempty"`
+	Models     []string    `json:"models"`
+	Routing    routingJSON `json:"routing"`
 }
 
 // routingJSON is what prefix routing knows of an upstream.
@@ -69,7 +75,7 @@ func (a *api) getUpstreams(w http.ResponseWriter, _ *http.Request) {
 		for _, u := range a.cfg.Upstreams() {
 			uj := upstreamJSON{URL: u.URL, Healthy: u.Healthy, InFlight: u.InFlight, Limit: u.Limit, Room: u.Room,
 				MaxConcurrency: u.MaxConcurrency, Running: u.Running, Waiting: u.Waiting, KVCache: round3(u.KVCache),
-				Errors: u.Errors, Models: u.Models, Routing: routingOf(u)}
+				StepMS: round3(u.StepSeconds * 1000), StepGrowth: round3(u.StepGrowth), Errors: u.Errors, Models: u.Models, Routing: routingOf(u)}
 			if !u.DownUntil.IsZero() {
 				uj.DownUntil = &u.DownUntil
 			}

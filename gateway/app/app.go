@@ -100,7 +100,7 @@ func New(cfg *config.File, opts Options) (*App, error) {
 	a.Consumer = consume.NewConsumer(consume.ConsumerConfig{
 		Queue: a.Queue, Pacer: pacer, Upstreams: a.Pool, Fairness: a.fairness,
 		Capacity: capacityMode(cfg), CompletionWeight: cfg.Fairness.CompletionWeight, Reserve: cfg.Fairness.Reserve,
-		Headroom: cfg.Fairness.Headroom,
+		Headroom: cfg.Fairness.Headroom, MaxSlowdown: cfg.Fairness.Bands.MaxSlowdowns(),
 		Observer: opts.ConsumerObserver, Logger: logger,
 	})
 	// A rate change reaches requests already queued: suspended buckets

@@ -279,11 +279,28 @@ type BandsSpec struct {
 	Low    BandSpec `yaml:"low"`
 }
 
-// BandSpec configures one priority band. The zero value bounds nothing.
+// BandSpec configures one priority band. The zero value bounds nothing
+// (the high band's MaxSlowdown then takes its default).
 type BandSpec struct {
 	// MaxWait is how long a request of the band may wait to be released
 	// to the pool before it gets 429 queue_full; 0 = unbounded.
 	MaxWait time.Duration `yaml:"max_wait"`
+	// MaxSlowdown is how much longer the steps of the band's requests
+	// may take than in a batch of one, through requests of lower bands
+	// running beside them: while the band is active on a model, lower
+	// bands start requests only while each server's batch stays within
+	// it, as learned from vLLM's inter-token latency. >= 1; .inf bounds
+	// nothing. Default DefaultHighMaxSlowdown for high, .inf otherwise.
+	MaxSlowdown float64 `yaml:"max_slowdown"`
+}
+
+// DefaultHighMaxSlowdown is fairness.bands.high.max_slowdown when unset.
+const DefaultHighMaxSlowdown = 1.25
+
+// MaxSlowdowns returns each band's max_slowdown, high to low (0: unset,
+// which bounds nothing; Validate and the defaults have run).
+func (b BandsSpec) MaxSlowdowns() [3]float64 {
+	return [3]float64{b.High.MaxSlowdown, b.Normal.MaxSlowdown, b.Low.MaxSlowdown}
 }
 
 // MaxWait returns the max_wait of p's band (0 = unbounded). An unknown

@@ -65,7 +65,10 @@ func TestParseInvalid(t *testing.T) {
 			"fairness.mode: must be fair or poll",
 			"fairness.completion_weight: must be > 0",
 			"fairness.bands.high.max_wait: must be >= 0",
+			"fairness.bands.high.max_slowdown: must be a number >= 1, or .inf for no bound",
+			"fairness.bands.normal.max_slowdown: must be a number >= 1, or .inf for no bound",
 			"fairness.bands.low.max_wait: must be >= 0",
+			"fairness.bands.low.max_slowdown: must be a number >= 1, or .inf for no bound",
 		}, "\n")},
 		{"completion_weight.yaml", "fairness.completion_weight: must be finite"},
 		{"band_max_wait.yaml", "server.request_timeout: must exceed every max_wait (fairness.bands.low.max_wait is 2m0s)"},
@@ -126,7 +129,7 @@ func TestParseMinimal(t *testing.T) {
 	if *d.RPM != 600 || *d.TPM != 200000 || *d.Burst != 20 || *d.Rate != 5 || *d.Backlog != 1000 || *d.MaxWait != 30*time.Second {
 		t.Errorf("defaults: %+v", d)
 	}
-	if f.Fairness != (FairnessSpec{Mode: FairnessFair, CompletionWeight: 2}) {
+	if f.Fairness != (FairnessSpec{Mode: FairnessFair, CompletionWeight: 2, Bands: BandsSpec{High: BandSpec{MaxSlowdown: 1.25}}}) {
 		t.Errorf("fairness defaults: %+v", f.Fairness)
 	}
 	tn := f.Tenants[0]
@@ -166,7 +169,8 @@ func TestParseValid(t *testing.T) {
 		t.Errorf("tenant solo: priority %q weight %v", tn.Priority, tn.Weight)
 	}
 	fair := FairnessSpec{Mode: FairnessPoll, CompletionWeight: 3,
-		Bands: BandsSpec{High: BandSpec{time.Second}, Low: BandSpec{2 * time.Minute}}}
+		Bands: BandsSpec{High: BandSpec{MaxWait: time.Second, MaxSlowdown: DefaultHighMaxSlowdown},
+			Normal: BandSpec{MaxSlowdown: 1.5}, Low: BandSpec{MaxWait: 2 * time.Minute}}}
 	if f.Fairness != fair {
 		t.Errorf("fairness: %+v, want %+v", f.Fairness, fair)
 	}

@@ -37,6 +37,7 @@ func (f *File) SetDefaults() {
 	setNum(&f.Routing.MaxPrefixBytes, 64<<10)
 	setString(&f.Fairness.Mode, FairnessFair)
 	setNum(&f.Fairness.CompletionWeight, DefaultCompletionWeight)
+	setNum(&f.Fairness.Bands.High.MaxSlowdown, DefaultHighMaxSlowdown)
 }
 
 func (s *Server) setDefaults() {

@@ -64,7 +64,7 @@ func TestFileQuotasValidates(t *testing.T) {
 }
 
 func TestBandsMaxWait(t *testing.T) {
-	b := BandsSpec{High: BandSpec{time.Second}, Normal: BandSpec{2 * time.Second}}
+	b := BandsSpec{High: BandSpec{MaxWait: time.Second}, Normal: BandSpec{MaxWait: 2 * time.Second}}
 	for _, c := range []struct {
 		p    policy.Priority
 		want time.Duration

@@ -232,6 +232,9 @@ func (s *FairnessSpec) validate(p *problems) {
 		if b.spec.MaxWait < 0 {
 			p.add("fairness.bands."+b.name+".max_wait", "must be >= 0")
 		}
+		if f := b.spec.MaxSlowdown; f != 0 && !(f >= 1) {
+			p.add("fairness.bands."+b.name+".max_slowdown", "must be a number >= 1, or .inf for no bound")
+		}
 	}
 }
 

@@ -47,6 +47,8 @@ func Sum(byModel map[string]Gauges) Gauges {
 		g.Waiting += m.Waiting
 		g.Running += m.Running
 		g.KVCache = max(g.KVCache, m.KVCache)
+		g.ITLSeconds += m.ITLSeconds
+		g.ITLTokens += m.ITLTokens
 	}
 	return g
 }

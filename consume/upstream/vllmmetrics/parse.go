@@ -17,6 +17,13 @@ const (
 	// size, in blocks of block_size tokens.
 	metricCache = "vllm:cache_config_info"
 	labelModel  = "model_name"
+	// The inter-token latency histogram's sum (seconds) and count
+	// (tokens), and the same under its name before vLLM 0.11 (hidden
+	// since 0.12): how long a step of the running batch takes.
+	metricITLSum      = "vllm:inter_token_latency_seconds_sum"
+	metricITLCount    = "vllm:inter_token_latency_seconds_count"
+	metricOldITLSum   = "vllm:time_per_output_token_seconds_sum"
+	metricOldITLCount = "vllm:time_per_output_token_seconds_count"
 )
 
 // maxCacheTokens bounds a reported cache size (a label is any string).
@@ -32,6 +39,12 @@ type Gauges struct {
 	Waiting float64
 	Running float64
 	KVCache float64
+	// ITLSeconds and ITLTokens are the inter-token latency histogram's
+	// sum and count since the server started: between two readings,
+	// their differences are the mean time between two tokens of a
+	// stream. Both 0 when the server reports neither name.
+	ITLSeconds float64
+	ITLTokens  float64
 }
 
 // Reading is what one /metrics response says.
@@ -52,6 +65,7 @@ type Reading struct {
 // cache labels that are not positive integers are ignored.
 func Parse(r io.Reader) (Reading, error) {
 	out := Reading{Models: map[string]Gauges{}}
+	old := map[string]Gauges{} // the ITL under its pre-0.11 name
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
 	for n := 1; sc.Scan(); n++ {
@@ -72,6 +86,12 @@ func Parse(r io.Reader) (Reading, error) {
 		if model == "" {
 			continue
 		}
+		if name == metricOldITLSum || name == metricOldITLCount {
+			o := old[model]
+			addITL(&o, name == metricOldITLSum, v)
+			old[model] = o
+			continue
+		}
 		g := out.Models[model]
 		switch name {
 		case metricWaiting:
@@ -80,20 +100,46 @@ func Parse(r io.Reader) (Reading, error) {
 			g.Running += v
 		case metricKVCache:
 			g.KVCache = max(g.KVCache, v)
+		case metricITLSum, metricITLCount:
+			addITL(&g, name == metricITLSum, v)
 		}
 		out.Models[model] = g
 	}
 	if err := sc.Err(); err != nil {
 		return Reading{}, err
 	}
+	fallBackToOldITL(out.Models, old)
 	return out, nil
+}
+
+func addITL(g *Gauges, sum bool, v float64) {
+	if sum {
+		g.ITLSeconds += v
+	} else {
+		g.ITLTokens += v
+	}
+}
+
+// fallBackToOldITL takes the pre-0.11 histogram of a model that reports
+// no inter_token_latency (a server that reports both counts the same
+// tokens twice).
+func fallBackToOldITL(models, old map[string]Gauges) {
+	for model, o := range old {
+		g, ok := models[model]
+		if ok && g.ITLTokens > 0 {
+			continue
+		}
+		g.ITLSeconds, g.ITLTokens = o.ITLSeconds, o.ITLTokens
+		models[model] = g
+	}
 }
 
 // wanted returns the metric name when line is a sample of a gauge read
 // here. The name must be followed by '{' or a space, so that e.g.
 // vllm:num_requests_waiting_by_reason is not mistaken for it.
 func wanted(line string) (string, bool) {
-	for _, name := range [...]string{metricWaiting, metricRunning, metricKVCache, metricCache} {
+	for _, name := range [...]string{metricWaiting, metricRunning, metricKVCache, metricCache,
+		metricITLSum, metricITLCount, metricOldITLSum, metricOldITLCount} {
 		if strings.HasPrefix(line, name) && len(line) > len(name) {
 			if c := line[len(name)]; c == '{' || c == ' ' || c == '\t' {
 				return name, true

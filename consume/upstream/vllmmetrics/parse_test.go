@@ -19,6 +19,16 @@ vllm:kv_cache_usage_perc{engine="0",model_name="meta-llama/Llama-3-8B"} 0.25
 vllm:kv_cache_usage_perc{engine="1",model_name="meta-llama/Llama-3-8B"} 0.75
 vllm:num_requests_waiting{engine="0"} 42
 vllm:time_to_first_token_seconds_bucket{le="0.001",model_name="meta-llama/Llama-3-8B"} 0.0
+# TYPE vllm:inter_token_latency_seconds histogram
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.01",model_name="meta-llama/Llama-3-8B"} 300.0
+vllm:inter_token_latency_seconds_sum{engine="0",model_name="meta-llama/Llama-3-8B"} 4.5
+vllm:inter_token_latency_seconds_count{engine="0",model_name="meta-llama/Llama-3-8B"} 600.0
+vllm:inter_token_latency_seconds_sum{engine="1",model_name="meta-llama/Llama-3-8B"} 1.5
+vllm:inter_token_latency_seconds_count{engine="1",model_name="meta-llama/Llama-3-8B"} 200.0
+vllm:time_per_output_token_seconds_sum{engine="0",model_name="meta-llama/Llama-3-8B"} 99
+vllm:time_per_output_token_seconds_count{engine="0",model_name="meta-llama/Llama-3-8B"} 99
+vllm:time_per_output_token_seconds_sum{model_name="old"} 2.5
+vllm:time_per_output_token_seconds_count{model_name="old"} 100
 # TYPE vllm:cache_config_info gauge
 vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="True",engine="0",num_gpu_blocks="27480"} 1.0
 vllm:cache_config_info{block_size="16",engine="1",num_gpu_blocks="27000"} 1.0
@@ -31,8 +41,9 @@ func TestParseGauges(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Reading{Models: map[string]Gauges{
-		"meta-llama/Llama-3-8B": {Waiting: 12, Running: 5, KVCache: 0.75},
+		"meta-llama/Llama-3-8B": {Waiting: 12, Running: 5, KVCache: 0.75, ITLSeconds: 6, ITLTokens: 800},
 		`odd "name"\x`:          {Waiting: 10},
+		"old":                   {ITLSeconds: 2.5, ITLTokens: 100},
 	}, CacheTokens: 27480 * 16}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Parse = %#v\nwant %#v", got, want)

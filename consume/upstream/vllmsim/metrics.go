@@ -34,6 +34,7 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	metric(&b, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", label, float64(s.genTokens.Load()))
 	metric(&b, "vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", label, float64(st.PrefixCacheQueries))
 	metric(&b, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", label, float64(st.PrefixCacheHits))
+	itl(&b, label, s.itlNanos.Load(), s.itlTokens.Load())
 	if s.cache != nil {
 		info := `{block_size="` + strconv.Itoa(BlockSize) + `",enable_prefix_caching="True",num_gpu_blocks="` + strconv.Itoa(s.cache.capacity) + `"}`
 		metric(&b, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig", info, 1)
@@ -45,6 +46,17 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	metric(&b, "vllm_sim:failed_requests_total", "counter", "Requests failed on purpose (simulator only).", label, float64(st.Failed))
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write(b.Bytes()) // a write error means the client left
+}
+
+// itl writes the inter-token latency histogram with its one bucket,
+// +Inf: a reader learns the mean between two readings from its sum and
+// count, as pacegate does.
+func itl(b *bytes.Buffer, label string, nanos, tokens int64) {
+	const name = "vllm:inter_token_latency_seconds"
+	inf := `{le="+Inf",` + label[1:]
+	fmt.Fprintf(b, "# HELP %s Histogram of inter-token latency in seconds.\n# TYPE %s histogram\n", name, name)
+	fmt.Fprintf(b, "%s_bucket%s %d\n%s_sum%s %s\n%s_count%s %d\n", name, inf, tokens,
+		name, label, strconv.FormatFloat(float64(nanos)/1e9, 'g', -1, 64), name, label, tokens)
 }
 
 func metric(b *bytes.Buffer, name, typ, help, labels string, v float64) {

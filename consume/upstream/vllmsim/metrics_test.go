@@ -57,6 +57,36 @@ func TestMetricsGauges(t *testing.T) {
 	})
 }
 
+// The inter-token latency histogram counts each gap between two tokens
+// of a request once, stretched by the batch it ran in: two streams of 3
+// tokens in a full batch of 2 (factor 2) make 4 gaps of 20 ms; then one
+// answer of 5 tokens alone, not streamed, 4 more of 10 ms.
+func TestMetricsInterTokenLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{Models: []string{"m"}, MaxNumSeqs: 2, TTFT: time.Millisecond, ITL: 10 * time.Millisecond, TimeFactorUnderLoad: 2})
+		done := make(chan struct{})
+		for range 2 {
+			go func() {
+				serve(t.Context(), s, "POST", "/v1/completions", `{"prompt":"a b","max_tokens":3,"stream":true}`, nil)
+				done <- struct{}{}
+			}()
+		}
+		<-done
+		<-done
+		wantLines(t, metricsText(t, s),
+			`# TYPE vllm:inter_token_latency_seconds histogram`,
+			`vllm:inter_token_latency_seconds_bucket{le="+Inf",model_name="m"} 4`,
+			`vllm:inter_token_latency_seconds_sum{model_name="m"} 0.08`,
+			`vllm:inter_token_latency_seconds_count{model_name="m"} 4`,
+		)
+		serve(t.Context(), s, "POST", "/v1/completions", `{"prompt":"a b","max_tokens":5}`, nil)
+		wantLines(t, metricsText(t, s),
+			`vllm:inter_token_latency_seconds_sum{model_name="m"} 0.12`,
+			`vllm:inter_token_latency_seconds_count{model_name="m"} 8`,
+		)
+	})
+}
+
 func TestMetricsCounters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := New(Config{})

@@ -13,6 +13,7 @@ type seq struct {
 	j       *job
 	next    time.Time     // when the next token is due
 	itl     time.Duration // before the load factor
+	gap     time.Duration // from the last token produced to the next, the factor applied
 	emitted int           // tokens produced so far
 
 	// With the prefix cache on: j.blocks[:held] are pinned in it, and the
@@ -63,8 +64,12 @@ func (q *seq) wait(ctx context.Context) error { return sleepUntil(ctx, q.next) }
 // the next one ITL later, stretched by the load factor of now. The first
 // token ends the prefill: the prompt's full blocks join the cache.
 func (q *seq) produced() {
+	if q.emitted > 0 {
+		q.s.interToken(q.gap, 1)
+	}
 	q.emitted++
-	q.next = q.next.Add(scale(q.itl, q.s.loadFactor()))
+	q.gap = scale(q.itl, q.s.loadFactor())
+	q.next = q.next.Add(q.gap)
 	c := q.s.cache
 	if c == nil {
 		return
@@ -87,6 +92,7 @@ func (q *seq) waitTokens(ctx context.Context, n int) error {
 	steps := max(n, 1)
 	if q.s.cache == nil && (q.s.cfg.TimeFactorUnderLoad == 1 || q.s.cfg.MaxNumSeqs == 1) {
 		q.next = q.next.Add(time.Duration(steps-1) * q.itl)
+		q.s.interToken(time.Duration(steps-1)*q.itl, steps-1)
 		steps = 1
 	}
 	for i := range steps {
@@ -123,6 +129,15 @@ func (s *Server) loadFactor() float64 {
 	running := s.running
 	s.mu.Unlock()
 	return 1 + (f-1)*float64(max(running-1, 0))/float64(n-1)
+}
+
+// interToken records n gaps between tokens that took d together, for
+// the inter-token latency histogram of /metrics.
+func (s *Server) interToken(d time.Duration, n int) {
+	if n > 0 {
+		s.itlNanos.Add(int64(d))
+		s.itlTokens.Add(int64(n))
+	}
 }
 
 // scale is d×f, rounded down to the nanosecond.

@@ -29,6 +29,7 @@ type Server struct {
 	requests, completed, aborted, failed atomic.Int64
 	promptTokens, genTokens              atomic.Int64
 	prefixQueries, prefixHits            atomic.Int64 // prompt tokens looked up in cache, and found
+	itlNanos, itlTokens                  atomic.Int64 // gaps between two tokens of a request: their sum and number
 
 	cache *prefixCache // nil: prefix caching off; its own lock is never held with mu
 
