@@ -15,14 +15,19 @@ import (
 // factor up to a batch of batch requests.
 type calmUpstreams struct {
 	*fakeUpstreams
-	batch   int
-	mu      sync.Mutex
-	factors []float64 // asked of Calm
+	batch int
+	mu    sync.Mutex
+	asked []calmAsk
 }
 
-func (u *calmUpstreams) Calm(_ string, factor float64) (running, calm int) {
+type calmAsk struct {
+	factor float64
+	own    int
+}
+
+func (u *calmUpstreams) Calm(_ string, factor float64, own int) (running, calm int) {
 	u.mu.Lock()
-	u.factors = append(u.factors, factor)
+	u.asked = append(u.asked, calmAsk{factor, own})
 	u.mu.Unlock()
 	u.fakeUpstreams.mu.Lock()
 	defer u.fakeUpstreams.mu.Unlock()
@@ -30,11 +35,13 @@ func (u *calmUpstreams) Calm(_ string, factor float64) (running, calm int) {
 }
 
 // While a high-band tenant is active, a normal one starts a request only
-// while the batch stays within the high band's slowdown (here 2 of the 4
-// slots); the slot freed by the high tenant's own request does not go to
-// it, the next freed within the calm batch does. Once the high tenant has
-// been gone for DefaultActiveWindow the normal tenant takes every slot.
-// With no bound, the same requests run at once.
+// while the batch, with room for the requests the high tenant's clients
+// are between, stays within the high band's slowdown (here 3 of the 4
+// slots): the slot freed by the high tenant's own request is kept for
+// its next one, which takes it past the waiting normal tenant; the next
+// slot freed within the calm batch goes to the normal tenant. Once the
+// high tenant has been gone for DefaultActiveWindow the normal tenant
+// takes every slot. With no bound, the same requests run at once.
 func TestAHighBandKeepsTheBatchCalm(t *testing.T) {
 	for _, bound := range []float64{1.25, 0} {
 		synctest.Test(t, func(t *testing.T) { keepsTheBatchCalm(t, bound) })
@@ -43,7 +50,7 @@ func TestAHighBandKeepsTheBatchCalm(t *testing.T) {
 
 func keepsTheBatchCalm(t *testing.T, bound float64) {
 	b := &wakeableBackend{fakeBackend{min: time.Millisecond}}
-	up := &calmUpstreams{batch: 2}
+	up := &calmUpstreams{batch: 3}
 	r := newRigWith(b, nil, func(c *ConsumerConfig) {
 		up.fakeUpstreams = c.Upstreams.(*fakeUpstreams)
 		c.Upstreams, c.MaxSlowdown = up, [fairshare.NumBands]float64{bound}
@@ -68,45 +75,48 @@ func keepsTheBatchCalm(t *testing.T, bound float64) {
 			t.Fatalf("bound %v, %s: %v, want run %v", bound, step, res, run)
 		}
 	}
+	woken := func(step string, want ...string) {
+		t.Helper()
+		if got := b.wokenList(); !slices.Equal(got, want) {
+			t.Fatalf("%s: woken %v, want %v", step, got, want)
+		}
+	}
 	calm := bound > 0
 	n1, res := handle("n", 1)
 	want("normal alone", res, true)
 	h1, res := handle("hi", 0)
 	want("high beside it", res, true)
-	n2, res := handle("n", 1)
-	want("normal with the batch at 2 of 4", res, !calm)
 	h2, res := handle("hi", 0)
-	want("high with the batch at 2 or 3", res, true)
+	want("high's second stream", res, true)
+	n2, res := handle("n", 1)
+	want("normal with the batch at 3 of 4", res, !calm)
 	if !calm {
 		return
 	}
 	calls.end(h1.ID)
 	synctest.Wait()
-	if got := b.wokenList(); len(got) != 0 {
-		t.Fatalf("woken %v with the batch still at 2, want none", got)
-	}
+	woken("high between two requests")
+	h3, res := handle("hi", 0)
+	want("high's next request, past the waiting normal tenant", res, true)
 	calls.end(n1.ID)
 	synctest.Wait()
-	if got := b.wokenList(); !slices.Equal(got, []string{"n__m"}) {
-		t.Fatalf("woken %v once the batch fell to 1, want [n__m]", got)
-	}
+	woken("the batch fell to 2", "n__m")
 	want("normal with its grant", r.c.Handle(ctx, n2), true)
 	calls.end(h2.ID)
+	calls.end(h3.ID)
 	synctest.Wait()
-	_, res = handle("n", 1)
-	want("normal with the batch at 1, high just gone", res, true)
-	n4, res := handle("n", 1)
-	want("normal with the batch at 2, high gone for less than the window", res, false)
+	n3, res := handle("n", 1)
+	want("normal with high gone for less than the window", res, false)
 	time.Sleep(fairshare.DefaultActiveWindow + 2*time.Millisecond)
 	synctest.Wait()
-	if got := b.wokenList(); !slices.Equal(got, []string{"n__m", "n__m"}) {
-		t.Fatalf("woken %v after the high tenant's window, want [n__m n__m]", got)
-	}
-	want("normal once the high tenant has gone", r.c.Handle(ctx, n4), true)
+	woken("after the high tenant's window", "n__m", "n__m")
+	want("normal once the high tenant has gone", r.c.Handle(ctx, n3), true)
 	up.mu.Lock()
-	asked := slices.Compact(up.factors)
+	asked := slices.Compact(up.asked)
 	up.mu.Unlock()
-	if !slices.Equal(asked, []float64{1.25}) {
-		t.Fatalf("Calm asked for factors %v, want [1.25]", asked)
+	// Whenever a normal request asked, the high band ran or was between
+	// 2 requests.
+	if want := []calmAsk{{1.25, 2}}; !slices.Equal(asked, want) {
+		t.Fatalf("Calm asked %v, want %v", asked, want)
 	}
 }

@@ -148,23 +148,31 @@ func (c *capacity) calmFor(bounds [fairshare.NumBands]float64) {
 // calmed reports whether k, of band (< 0: its band in the wait set),
 // must wait to keep its model's batch calm for an active higher band
 // that bounds its slowdown: the model runs as many requests as its
-// upstreams may while that bound holds.
+// upstreams may while that band's run within its bound of their speed
+// with the band alone, counting the requests its clients are between (a
+// closed-loop client's next request comes a moment after its last, and
+// must not find the batch filled meanwhile). What runs is the later of
+// the pool's count and the scheduler's: a request's end reaches the pool
+// first, and the consumer grants again once it reaches the scheduler
+// (Consumer.ended).
 func (c *capacity) calmed(k policy.Key, band int) bool {
 	if c.calmer == nil {
 		return false
 	}
 	above := c.sched.ActiveAbove(k, band, time.Now())
-	factor := math.Inf(1)
+	factor, coming, own := math.Inf(1), 0, 0
 	for b := range fairshare.NumBands {
-		if above&(1<<b) != 0 {
+		if above.Active&(1<<b) != 0 && !math.IsInf(c.slowdown[b], 1) {
 			factor = min(factor, c.slowdown[b])
+			coming += above.Idle[b]
+			own += above.Running[b] + above.Idle[b]
 		}
 	}
 	if math.IsInf(factor, 1) {
 		return false
 	}
-	running, calm := c.calmer.Calm(k.Model, factor)
-	return running >= calm
+	running, calm := c.calmer.Calm(k.Model, factor, own)
+	return max(running, above.Busy)+coming >= calm
 }
 
 // acquire returns a slot for bucket k: the one granted to it, or a free

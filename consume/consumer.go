@@ -66,12 +66,13 @@ type ConsumerConfig struct {
 	// Zero (the default) keeps the pool work-conserving within its limits.
 	Headroom int
 	// MaxSlowdown holds, per band (0 = high), how much the steps of the
-	// band's requests may slow down, as a factor of a batch of one, from
-	// the requests of lower bands that run beside them: while a bucket of
-	// the band is active on a model, a bucket of a lower band takes a
-	// slot only while the model's batch stays within that factor, as the
-	// upstreams learn it from their metrics (Calmer). Values below 1 (and
-	// +Inf) bound nothing. Fair mode only.
+	// band's requests may slow down through the requests of lower bands
+	// that run beside them, as a factor of their speed with the band's
+	// own requests alone: while a bucket of the band is active on a
+	// model, a bucket of a lower band takes a slot only while the
+	// model's batch stays within that factor, as the upstreams learn it
+	// from their metrics (Calmer). Values below 1 (and +Inf) bound
+	// nothing. Fair mode only.
 	MaxSlowdown [fairshare.NumBands]float64
 	// Observer receives metrics hooks. Nil means none.
 	Observer Observer

@@ -73,10 +73,11 @@ type CacheReporter interface {
 // MaxSlowdown is active.
 type Calmer interface {
 	// Calm returns how many requests of model run, and the largest batch
-	// the available upstreams serving it may run together for each
-	// request's steps to take at most factor times as long as in a batch
-	// of one: each upstream's limit, or less where it knows it slows.
-	Calm(model string, factor float64) (running, calm int)
+	// the available upstreams serving it may run together for the steps
+	// of a band's requests to take at most factor times as long as with
+	// the band's own requests alone (own of them at once): each
+	// upstream's limit, or less where it knows it slows.
+	Calm(model string, factor float64, own int) (running, calm int)
 }
 
 // Waker is implemented by a Backend that can end a LiteTopic's suspension

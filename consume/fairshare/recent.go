@@ -22,6 +22,10 @@ const DefaultForgetAfter = time.Minute
 type recentSet struct {
 	weight  float64
 	classes map[float64]*weightClass
+	// idle is, per band, the sum of what its counted flows ran at once
+	// and do not run now (peak - busy): the slots a band's recent
+	// clients are between two requests on.
+	idle [NumBands]int
 	// queue holds the counted flows that neither wait nor run, by when
 	// they were last seen (roughly: one seen again is moved to the back
 	// when it reaches the front).
@@ -43,7 +47,7 @@ func (r *recentSet) count(f *flow) {
 	f.peak = max(f.peak, f.busy())
 	u := usage{f.busy(), f.peak}
 	if f.counted {
-		if f.cw == f.weight {
+		if f.cw == f.weight && f.cband == f.band {
 			r.move(f, u)
 			return
 		}
@@ -57,11 +61,15 @@ func (r *recentSet) count(f *flow) {
 		c = &weightClass{busy: map[usage]int{}}
 		r.classes[f.weight] = c
 	}
-	f.counted, f.cw, f.cu = true, f.weight, u
+	f.counted, f.cw, f.cu, f.cband = true, f.weight, u, f.band
 	c.n++
 	c.busy[u]++
 	r.weight += f.cw
+	r.idle[f.cband] += u.idle()
 }
+
+// idle is what a flow ran at once and does not run now.
+func (u usage) idle() int { return u.peak - u.busy }
 
 // move recounts a counted f in its weight's class with usage u.
 func (r *recentSet) move(f *flow, u usage) {
@@ -73,6 +81,7 @@ func (r *recentSet) move(f *flow, u usage) {
 		delete(c.busy, f.cu)
 	}
 	c.busy[u]++
+	r.idle[f.cband] += u.idle() - f.cu.idle()
 	f.cu = u
 }
 
@@ -81,6 +90,7 @@ func (r *recentSet) uncount(f *flow) {
 		return
 	}
 	f.counted = false
+	r.idle[f.cband] -= f.cu.idle()
 	c := r.classes[f.cw]
 	c.n--
 	if c.busy[f.cu]--; c.busy[f.cu] == 0 {

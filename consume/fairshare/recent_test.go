@@ -15,6 +15,7 @@ import (
 func checkRecent(t *testing.T, step int, s *Scheduler, m *model) {
 	t.Helper()
 	var w float64
+	var idle [NumBands]int
 	classes := map[float64]map[usage]int{}
 	for _, f := range m.flows {
 		age := m.clock - f.seenAt
@@ -27,15 +28,19 @@ func checkRecent(t *testing.T, step int, s *Scheduler, m *model) {
 			t.Fatalf("step %d: %s seen %v ago and still counted", step, f.key, time.Duration(age))
 		}
 		if f.counted {
-			if u := (usage{f.busy(), f.peak}); f.cw != f.weight || f.cu != u {
-				t.Fatalf("step %d: %s counted as weight %v %+v, is %v %+v", step, f.key, f.cw, f.cu, f.weight, u)
+			if u := (usage{f.busy(), f.peak}); f.cw != f.weight || f.cu != u || f.cband != f.band {
+				t.Fatalf("step %d: %s counted as weight %v %+v band %d, is %v %+v band %d", step, f.key, f.cw, f.cu, f.cband, f.weight, u, f.band)
 			}
+			idle[f.band] += f.cu.idle()
 			w += f.weight
 			if classes[f.weight] == nil {
 				classes[f.weight] = map[usage]int{}
 			}
 			classes[f.weight][f.cu]++
 		}
+	}
+	if idle != m.recent.idle {
+		t.Fatalf("step %d: kept idle by band %v, a pass gives %v", step, m.recent.idle, idle)
 	}
 	if abs(w-m.recent.weight) > 1e-9 {
 		t.Fatalf("step %d: kept recent weight %v, a pass gives %v", step, m.recent.weight, w)
@@ -69,7 +74,7 @@ func TestRecentSumsFollowEveryChange(t *testing.T) {
 	for i := range 20000 {
 		now = now.Add(time.Duration(r.IntN(60)) * time.Millisecond)
 		k := key(fmt.Sprint("t", r.IntN(40)))
-		switch r.IntN(9) {
+		switch r.IntN(10) {
 		case 0:
 			s.Join(k, r.IntN(NumBands), weights[r.IntN(len(weights))], now)
 		case 1:
@@ -78,7 +83,7 @@ func TestRecentSumsFollowEveryChange(t *testing.T) {
 			s.Leave(k)
 		case 3:
 			if s.Grant(k) {
-				s.Hold(k, 1, 1, now)
+				s.Hold(k, r.IntN(NumBands), weights[r.IntN(len(weights))], now)
 			}
 		case 4:
 			s.Done(k, now)
@@ -90,6 +95,8 @@ func TestRecentSumsFollowEveryChange(t *testing.T) {
 			s.Unhold(k, now)
 		case 8:
 			s.Access(k, 1, 0, 8, 0, now)
+		case 9:
+			s.ActiveAbove(k, NumBands-1, now)
 		}
 		if m := modelOf(s, "m"); m != nil {
 			m.mu.Lock()

@@ -87,13 +87,14 @@ type flow struct {
 	// lifted.
 	backlogged bool
 
-	// counted: f is in its model's recent sums, with weight cw and busy
-	// count cb; queued: it is in the model's expiry queue, last seen at
+	// counted: f is in its model's recent sums, with weight cw, usage cu
+	// and band cband; queued: it is in the model's expiry queue, last seen at
 	// queuedAt; idleQueued: it is in the scheduler's idle queue, last
 	// seen at idleAt. See recent.go.
 	counted, queued, idleQueued bool
 	cw                          float64
 	cu                          usage
+	cband                       int
 	queuedAt, idleAt            int64
 	peak                        int // the most it ran at once while recent
 

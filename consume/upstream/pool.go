@@ -245,18 +245,27 @@ func (p *Pool) Free(model string) (free, total int) {
 	return free, total
 }
 
-// Calm implements [consume.Upstreams.Calm].
-func (p *Pool) Calm(model string, factor float64) (running, calm int) {
+// Calm implements [consume.Calmer]. The band's own requests are taken
+// as spread evenly over the upstreams serving model, as the least loaded
+// pick spreads them.
+func (p *Pool) Calm(model string, factor float64, own int) (running, calm int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
+	var serving []*upstream
 	for _, u := range p.ups {
-		if !u.available(now) || !u.serves(model) {
-			continue
+		if u.available(now) && u.serves(model) {
+			serving = append(serving, u)
+			running += u.inFlight
 		}
-		running += u.inFlight
+	}
+	from := 1
+	if len(serving) > 0 {
+		from = max((own+len(serving)-1)/len(serving), 1)
+	}
+	for _, u := range serving {
 		n := u.limit(false)
-		if within := u.calmBatch(factor); within > 0 {
+		if within := u.calmBatch(factor, from); within > 0 {
 			n = min(n, within)
 		}
 		calm += n
@@ -265,13 +274,13 @@ func (p *Pool) Calm(model string, factor float64) (running, calm int) {
 }
 
 // calmBatch is the batch within which u's steps take at most factor
-// times as long as alone, as learned from its metrics; 0 when it does
-// not know (or they do not slow). Requires Pool.mu held.
-func (u *upstream) calmBatch(factor float64) int {
+// times as long as in a batch of from, as learned from its metrics; 0
+// when it does not know (or they do not slow). Requires Pool.mu held.
+func (u *upstream) calmBatch(factor float64, from int) int {
 	if !u.learns || !u.metricsOK {
 		return 0
 	}
-	return u.speed.batchWithin(factor)
+	return u.speed.batchWithin(factor, from)
 }
 
 // Serves reports whether some upstream, healthy or not, serves model.

@@ -110,13 +110,14 @@ func (s *slowdown) fit() {
 }
 
 // batchWithin is the largest batch at which a request's steps take at
-// most factor times as long as in a batch of one, by the fit; 0 when it
-// sets no bound: nothing fitted yet, a line that does not rise, or one
-// too noisy to say (its value at one is not positive).
-func (s *slowdown) batchWithin(factor float64) int {
+// most factor times as long as in a batch of from (>= 1), by the fit; 0
+// when it sets no bound: nothing fitted yet, a line that does not rise,
+// or one too noisy to say (its value at one is not positive).
+func (s *slowdown) batchWithin(factor float64, from int) int {
 	if !s.fitted || s.perRequest <= 0 || s.base <= 0 || math.IsInf(factor, 1) {
 		return 0
 	}
-	n := 1 + (factor-1)*s.base/s.perRequest
+	at := func(n float64) float64 { return s.base + s.perRequest*(n-1) }
+	n := 1 + (factor*at(float64(max(from, 1)))-s.base)/s.perRequest
 	return int(min(max(n, 1), slowdownMaxBatch))
 }

@@ -24,13 +24,14 @@ func feed(s *slowdown, g *vllmmetrics.Gauges, batch int, itl float64, tokens flo
 
 // A server whose steps grow linearly with its batch, as the simulator's
 // --time-factor-under-load 2 over 10 sequences makes them (5 ms alone,
-// 10 ms full): the fit finds the line, and the batch within a factor.
+// 10 ms full): the fit finds the line, and the batch within a factor of
+// a smaller one: within 1.25 of a batch of 2 (5.56 ms) is 4 (6.67 ms).
 func TestSlowdownFitsTheLineOfTheBatch(t *testing.T) {
 	var s slowdown
 	var g vllmmetrics.Gauges
 	itl := func(n int) float64 { return 0.005 * (1 + float64(n-1)/9) }
 	feed(&s, &g, 2, itl(2), 0) // the first reading is the reference
-	if s.batchWithin(1.25) != 0 {
+	if s.batchWithin(1.25, 1) != 0 {
 		t.Fatal("a bound before any sample")
 	}
 	for _, n := range []int{2, 2, 3, 10, 10, 9} {
@@ -38,10 +39,12 @@ func TestSlowdownFitsTheLineOfTheBatch(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		factor float64
+		from   int
 		want   int
-	}{{1.25, 3}, {1.5, 5}, {2, 10}, {1, 1}, {3, 19}} {
-		if got := s.batchWithin(tc.factor); got != tc.want {
-			t.Errorf("batchWithin(%v) = %d, want %d (fit: %v s at one, +%v s a request)", tc.factor, got, tc.want, s.base, s.perRequest)
+	}{{1.25, 1, 3}, {1.5, 1, 5}, {2, 1, 10}, {1, 1, 1}, {3, 1, 19}, {1.25, 0, 3},
+		{1.25, 2, 4}, {1.25, 4, 7}, {1, 4, 4}} {
+		if got := s.batchWithin(tc.factor, tc.from); got != tc.want {
+			t.Errorf("batchWithin(%v, from %d) = %d, want %d (fit: %v s at one, +%v s a request)", tc.factor, tc.from, got, tc.want, s.base, s.perRequest)
 		}
 	}
 }
@@ -78,7 +81,7 @@ func TestSlowdownSetsNoBoundWithoutEvidence(t *testing.T) {
 		var g vllmmetrics.Gauges
 		feed(&s, &g, 1, 0, 0)
 		run(&s, &g)
-		if got := s.batchWithin(1.25); got != 0 {
+		if got := s.batchWithin(1.25, 1); got != 0 {
 			t.Errorf("%s: batchWithin(1.25) = %d, want 0 (no bound)", name, got)
 		}
 	}
@@ -100,8 +103,9 @@ func TestSlowdownAddsUpShortIntervals(t *testing.T) {
 
 // The pool learns from the simulator's own /metrics how much its batch
 // slows it (--time-factor-under-load 2 over 10 sequences: ITL 5 ms
-// alone, 10 ms full) and keeps a high band's batch within 1.25 times its
-// speed alone: 3 requests, 1 + 0.25 × 9.
+// alone, 10 ms full) and keeps a band's batch within 1.25 times its speed
+// alone: 3 requests beside a band of one, 4 beside a band of 2; the
+// learned limit (8) with no bound.
 func TestPoolLearnsHowItsServerSlows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sim := vllmsim.New(vllmsim.Config{Models: []string{"m"}, MaxNumSeqs: 10, TTFT: 20 * time.Millisecond,
@@ -132,17 +136,19 @@ func TestPoolLearnsHowItsServerSlows(t *testing.T) {
 			}
 			wg.Wait()
 		}
-		if running, calm := p.Calm("m", 1.25); running != 0 || calm != 3 {
-			t.Errorf("Calm(1.25) = %d running, %d calm; want 0, 3", running, calm)
-		}
-		if _, calm := p.Calm("m", math.Inf(1)); calm != learnStart {
-			t.Errorf("Calm(+Inf) = %d calm, want the learned limit %d", calm, learnStart)
+		for _, tc := range []struct {
+			factor    float64
+			own, want int
+		}{{1.25, 0, 3}, {1.25, 1, 3}, {1.25, 2, 4}, {math.Inf(1), 2, learnStart}} {
+			if running, calm := p.Calm("m", tc.factor, tc.own); running != 0 || calm != tc.want {
+				t.Errorf("Calm(%v, own %d) = %d running, %d calm; want 0, %d", tc.factor, tc.own, running, calm, tc.want)
+			}
 		}
 		st := p.Stats()[0]
 		if math.Abs(st.StepSeconds-0.005) > 0.0005 || math.Abs(st.StepGrowth-1.0/9) > 0.01 {
 			t.Errorf("fitted %v s alone, +%v a request; want 0.005 s, +0.111", st.StepSeconds, st.StepGrowth)
 		}
-		if _, calm := p.Calm("other", 1.25); calm != 0 {
+		if _, calm := p.Calm("other", 1.25, 2); calm != 0 {
 			t.Errorf("Calm of a model no upstream serves = %d, want 0", calm)
 		}
 	})

@@ -286,11 +286,12 @@ type BandSpec struct {
 	// to the pool before it gets 429 queue_full; 0 = unbounded.
 	MaxWait time.Duration `yaml:"max_wait"`
 	// MaxSlowdown is how much longer the steps of the band's requests
-	// may take than in a batch of one, through requests of lower bands
-	// running beside them: while the band is active on a model, lower
-	// bands start requests only while each server's batch stays within
-	// it, as learned from vLLM's inter-token latency. >= 1; .inf bounds
-	// nothing. Default DefaultHighMaxSlowdown for high, .inf otherwise.
+	// may take, through requests of lower bands running beside them,
+	// than with the band's own requests alone: while the band is active
+	// on a model, lower bands start requests only while each server's
+	// batch stays within it, as learned from vLLM's inter-token latency.
+	// >= 1; .inf bounds nothing. Default DefaultHighMaxSlowdown for high,
+	// .inf otherwise.
 	MaxSlowdown float64 `yaml:"max_slowdown"`
 }
 
