@@ -40,7 +40,10 @@
 // (1, the default, turns it off), read from the running count (the
 // request included) when that token is scheduled: at the start of
 // running for the first, after the previous token for each next one, as
-// llm-d-inference-sim models it. Every prompt token is uncached without
+// llm-d-inference-sim models it. /metrics exports the gaps between
+// tokens as vllm:inter_token_latency_seconds (its sum and count, one
+// +Inf bucket), from which pacegate learns how the batch slows the
+// server. Every prompt token is uncached without
 // the prefix cache, and on the routes it does not serve (embeddings,
 // rerank, score, audio).
 //
