@@ -108,10 +108,10 @@ func TestStateMetrics(t *testing.T) {
 		pacer.SetColumnFactor("m2", 0.5)
 		pacer.SetGlobalFactor(2)
 		m := New(Config{TopK: 2, Buckets: buckets, Factors: pacer, Models: func() []string { return []string{"m1", "m2"} },
-			Upstreams: fakeUpstreams{{URL: "http://u1", InFlight: 3, MaxConcurrency: 64, Limit: 10, Room: "metrics", Healthy: true},
+			Upstreams: fakeUpstreams{{URL: "http://u1", InFlight: 3, MaxConcurrency: 64, Limit: 10, Room: "metrics", Healthy: true, StepSeconds: 0.005, StepGrowth: 0.125},
 				{URL: "http://u2", MaxConcurrency: 4, Limit: 4, Room: "fallback"}}})
 		got := scrape(t, m, "pacegate_bucket_", "pacegate_model_", "pacegate_upstream_healthy", "pacegate_upstream_in_flight",
-			"pacegate_upstream_limit", "pacegate_upstream_max_", "pacegate_upstream_room", "pacegate_global", "pacegate_column")
+			"pacegate_upstream_limit", "pacegate_upstream_max_", "pacegate_upstream_room", "pacegate_upstream_step", "pacegate_global", "pacegate_column")
 		want := `pacegate_bucket_backlog{model="m1",tenant="a"} 3
 pacegate_bucket_backlog{model="m1",tenant="b"} 2
 pacegate_bucket_oldest_wait_seconds{model="m1",tenant="a"} 10
@@ -140,7 +140,9 @@ pacegate_upstream_limit{upstream="http://u2"} 4
 pacegate_upstream_max_concurrency{upstream="http://u1"} 64
 pacegate_upstream_max_concurrency{upstream="http://u2"} 4
 pacegate_upstream_room{source="fallback",upstream="http://u2"} 1
-pacegate_upstream_room{source="metrics",upstream="http://u1"} 1`
+pacegate_upstream_room{source="metrics",upstream="http://u1"} 1
+pacegate_upstream_step_growth{upstream="http://u1"} 0.125
+pacegate_upstream_step_seconds{upstream="http://u1"} 0.005`
 		if got != want {
 			t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
 		}

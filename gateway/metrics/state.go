@@ -49,6 +49,8 @@ var (
 	descLimit          = desc("pacegate_upstream_limit", "Requests an upstream may run now: learned from its vLLM metrics, or max_concurrency.", "upstream")
 	descRoom           = desc("pacegate_upstream_room", "1 for where an upstream's limit comes from: metrics (learned), fallback (its metrics cannot be read: max_concurrency) or fixed.", "upstream", "source")
 	descHealthy        = desc("pacegate_upstream_healthy", "1 when the upstream is healthy, 0 while it is marked down.", "upstream")
+	descStep           = desc("pacegate_upstream_step_seconds", "Time between two tokens of a stream in a batch of one, from the line fitted to the upstream's vLLM inter-token latency by batch (absent until fitted).", "upstream")
+	descStepGrowth     = desc("pacegate_upstream_step_growth", "What each further request in the batch adds to that time, as a fraction of it (absent until fitted).", "upstream")
 	descBucketService  = desc("pacegate_bucket_service_tokens", "Attained service of the top-K buckets in the fair share: weighted tokens (prompt + w × completion, over the tenant's weight).", "tenant", "model")
 	descBucketShare    = desc("pacegate_bucket_share", "Part (0..1) of its model's recent service that each top-K bucket got among the buckets competing for the pool.", "tenant", "model")
 	descJain           = desc("pacegate_model_fairness_jain", "Jain's index over the recent weighted service of the buckets competing for a model's pool: 1 = served alike, 1/n = one got everything.", "model")
@@ -78,7 +80,7 @@ type stateCollector struct {
 // Describe implements [prometheus.Collector].
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBucketBacklog, descBucketOldest, descBucketReleased, descBucketSuspends,
-		descModelBacklog, descModelBuckets, descModelOldest, descInFlight, descMaxConc, descLimit, descRoom, descHealthy,
+		descModelBacklog, descModelBuckets, descModelOldest, descInFlight, descMaxConc, descLimit, descRoom, descHealthy, descStep, descStepGrowth,
 		descGlobalFactor, descColumnFactor, descBucketService, descBucketShare, descJain, descCompeting,
 		descWaiting, descGrants} {
 		ch <- d
@@ -210,6 +212,10 @@ func (c *stateCollector) collectUpstreams(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, float64(u.Limit), u.URL)
 		ch <- prometheus.MustNewConstMetric(descRoom, prometheus.GaugeValue, 1, u.URL, u.Room)
 		ch <- prometheus.MustNewConstMetric(descHealthy, prometheus.GaugeValue, healthy, u.URL)
+		if u.StepSeconds > 0 {
+			ch <- prometheus.MustNewConstMetric(descStep, prometheus.GaugeValue, u.StepSeconds, u.URL)
+			ch <- prometheus.MustNewConstMetric(descStepGrowth, prometheus.GaugeValue, u.StepGrowth, u.URL)
+		}
 	}
 }
 
