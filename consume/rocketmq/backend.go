@@ -85,6 +85,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	log := cfg.Logger.With("component", "rocketmq", "endpoint", cfg.Endpoint, "replica", cfg.ReplicaID)
 	rmq.EnableSsl = false // the client's default is TLS; a local proxy speaks plaintext
+	quietClient()
 
 	p, err := newProber(cfg.Endpoint, cfg.Topic)
 	if err != nil {

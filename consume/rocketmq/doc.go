@@ -112,5 +112,7 @@
 // probe logs the recovery and re-subscribes.
 //
 // The Go client writes its own log to $HOME/logs/rocketmq unless the
-// environment variable rocketmq.client.logRoot names another directory.
+// environment variable rocketmq.client.logRoot names another directory,
+// at level warn unless rocketmq.client.logLevel names another (at info it
+// writes a line for every Suspend: see clientLogLevel).
 package rocketmq
