@@ -105,3 +105,16 @@ func benchModel(p int, apart bool) string {
 	}
 	return "m"
 }
+
+// BenchmarkActiveAbove is what every request of a lower band pays for the
+// high band's max_slowdown when no high bucket is active: the question,
+// with 10,000 buckets waiting.
+func BenchmarkActiveAbove(b *testing.B) {
+	s := tenThousand()
+	k := key("t9999")
+	for b.Loop() {
+		if s.ActiveAbove(k, 1, t0).Active != 0 {
+			b.Fatal("no high bucket here")
+		}
+	}
+}
