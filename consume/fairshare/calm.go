@@ -27,8 +27,9 @@ type Above struct {
 // model at now: a bucket of the band waits for a slot, holds or runs
 // one, or joined, started or ended a request within DefaultActiveWindow
 // (a client between two requests is still there). band is k's band, or
-// < 0 for the band of its last Join. The capacity gate keeps the batch
-// calm for an active band that asks for it (see
+// < 0 for the band it last joined or took a slot in (Join, Hold); a
+// bucket the scheduler does not know is normal. The capacity gate keeps
+// the batch calm for an active band that asks for it (see
 // consume.ConsumerConfig.MaxSlowdown).
 func (s *Scheduler) ActiveAbove(k policy.Key, band int, now time.Time) (a Above) {
 	if band == 0 {
@@ -40,7 +41,7 @@ func (s *Scheduler) ActiveAbove(k policy.Key, band int, now time.Time) (a Above)
 	}
 	defer m.mu.Unlock()
 	if band < 0 {
-		band = 1 // a bucket the scheduler does not know is in the normal band
+		band = 1
 		if f := m.flows[k]; f != nil {
 			band = f.band
 		}

@@ -252,18 +252,18 @@ func (p *Pool) Calm(model string, factor float64, own int) (running, calm int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
-	var serving []*upstream
+	serving := 0
 	for _, u := range p.ups {
 		if u.available(now) && u.serves(model) {
-			serving = append(serving, u)
+			serving++
 			running += u.inFlight
 		}
 	}
-	from := 1
-	if len(serving) > 0 {
-		from = max((own+len(serving)-1)/len(serving), 1)
-	}
-	for _, u := range serving {
+	from := max((own+serving-1)/max(serving, 1), 1)
+	for _, u := range p.ups {
+		if !u.available(now) || !u.serves(model) {
+			continue
+		}
 		n := u.limit(false)
 		if within := u.calmBatch(factor, from); within > 0 {
 			n = min(n, within)
