@@ -165,10 +165,10 @@ func (c *Consumer) Close(ctx context.Context) error {
 	}
 }
 
-// goInvoke runs p's upstream call f, tracked for Close, on the goroutine
-// still submitting p if it takes it (see Pending.handOff), else on a
+// goInvoke runs inv, tracked for Close, on the goroutine still
+// submitting its request if it takes it (see Pending.handOff), else on a
 // goroutine of its own; false once closed.
-func (c *Consumer) goInvoke(p *Pending, f func()) bool {
+func (c *Consumer) goInvoke(inv *invocation) bool {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -176,12 +176,8 @@ func (c *Consumer) goInvoke(p *Pending, f func()) bool {
 	}
 	c.running++
 	c.mu.Unlock()
-	run := func() {
-		defer c.invoked()
-		f()
-	}
-	if !p.handOff(run) {
-		go run()
+	if !inv.p.handOff(inv) {
+		go inv.run()
 	}
 	return true
 }

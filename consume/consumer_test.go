@@ -202,8 +202,7 @@ func (r *rig) submitIn(ctx context.Context, tenant, model string, band int) (*De
 	if err != nil {
 		panic(err)
 	}
-	return &Delivery{Attempt: 1, Message: Message{ID: p.Req.ID, LiteTopic: r.q.LiteTopic(k),
-		Properties: map[string]string{PropTenant: tenant, PropModel: model}}}, p
+	return &Delivery{Attempt: 1, Message: Message{ID: p.Req.ID, LiteTopic: r.q.LiteTopic(k), Key: k}}, p
 }
 
 // collect reads p's events up to and including a terminal one.
@@ -225,7 +224,7 @@ func collect(t *testing.T, p *Pending) []Event {
 
 func TestConsumerDropsWhenClientGone(t *testing.T) {
 	r := newRig(time.Millisecond, nil)
-	unknown := &Delivery{Attempt: 1, Message: Message{ID: "nobody", Properties: map[string]string{PropTenant: "acme", PropModel: "m"}}}
+	unknown := &Delivery{Attempt: 1, Message: Message{ID: "nobody", Key: policy.Key{Tenant: "acme", Model: "m"}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	d, _ := r.submit(ctx, "acme")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pacegate/pacegate/policy"
 )
 
 // Message is one request on its way to the GPUs: it is published to a
@@ -16,11 +18,16 @@ type Message struct {
 	ID string
 	// LiteTopic is the queue the message goes to.
 	LiteTopic string
+	// Key is the bucket the message belongs to. The consumer reads the
+	// request itself from the Queue's registry; Key names the bucket of a
+	// message whose request is gone (for its drop), and the RocketMQ
+	// backend carries it as the user properties PropTenant and PropModel,
+	// for operators reading the broker.
+	Key policy.Key
 	// Body is the upstream request body.
 	Body []byte
-	// Properties name the bucket (PropTenant, PropModel), for operators
-	// reading the broker; the consumer reads the request itself from the
-	// Queue's registry.
+	// Properties are further user properties; the Queue sets none (a map
+	// per request would be the hop's largest allocation), nil means none.
 	Properties map[string]string
 }
 

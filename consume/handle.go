@@ -17,7 +17,7 @@ import (
 func (c *Consumer) Handle(ctx context.Context, d *Delivery) (res Result) {
 	p, found := c.q.lookup(d.ID)
 	if !found { // its handler is gone, or it is from an earlier process
-		return c.drop(policy.Key{Tenant: d.Properties[PropTenant], Model: d.Properties[PropModel]}, ReasonClientGone)
+		return c.drop(d.Key, ReasonClientGone)
 	}
 	k := p.Req.Key
 	// A panic here is a bug in this package or a Pacer/Upstreams: answer
@@ -105,46 +105,15 @@ func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
 	}
 	c.q.depart(p, true)
 	c.obs.Released(k, now.Sub(p.Req.Submitted))
-	m := startMeter(c.cfg.Fairness, k, c.cfg.CompletionWeight, p.Req, now)
-	if !c.goInvoke(p, func() { c.invoke(p, slot, m) }) {
+	inv := &invocation{c: c, p: p, slot: slot}
+	inv.m.start(c.cfg.Fairness, k, c.cfg.CompletionWeight, p.Req, now)
+	if !c.goInvoke(inv) {
 		slot.Release()
-		m.end()
+		inv.m.end()
 		c.ended(k)
 		p.Send(Event{Kind: EventError, Err: ErrConsumerClosed})
 	}
 	return Success()
-}
-
-// invoke performs the upstream call and ends the response with EventDone
-// or EventError. Every Send returns once the client is gone, so this never
-// blocks forever; cancelling p.Ctx aborts the call. The response is
-// metered into the bucket's fair share as it streams.
-func (c *Consumer) invoke(p *Pending, slot Slot, m *meter) {
-	k := p.Req.Key
-	defer c.ended(k)
-	defer m.end()
-	defer func() {
-		if v := recover(); v != nil {
-			slot.Release() // a no-op if Do already released it
-			c.panicked(k, p.Req.ID, v)
-			p.Send(Event{Kind: EventError, Err: fmt.Errorf("consume: upstream call panicked: %v", v)})
-		}
-	}()
-	emit := func(ev Event) error {
-		m.observe(ev)
-		return p.Send(ev)
-	}
-	err := slot.Do(p.Ctx, p.Req, emit)
-	if u := m.tally.Usage; m.tally.Known && u.Cached {
-		if r, ok := slot.(CacheReporter); ok {
-			r.Cached(p.Req, u.PromptTokens, u.CachedTokens)
-		}
-	}
-	if err != nil {
-		p.Send(Event{Kind: EventError, Err: err})
-		return
-	}
-	p.Send(Event{Kind: EventDone})
 }
 
 // ended records that one request of k left the pool. In fair mode, the

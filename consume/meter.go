@@ -38,22 +38,20 @@ type meter struct {
 	tally                                     Tally
 }
 
-// startMeter charges the request's expected service and returns its
-// meter. The expected completion is its max_tokens (or the gateway's
+// start charges the request's expected service to m, a new meter. The expected completion is its max_tokens (or the gateway's
 // default reservation), or the bucket's recent mean when that is
 // smaller: a bucket whose requests ask for 4,096 tokens and stop at 100
 // is not charged 4,096 before each starts, and one that does generate
 // them is charged as they stream.
-func startMeter(s *fairshare.Scheduler, k policy.Key, w float64, req *Request, now time.Time) *meter {
+func (m *meter) start(s *fairshare.Scheduler, k policy.Key, w float64, req *Request, now time.Time) {
 	expected := float64(req.CompletionTokens)
 	if mean, ok := s.MeanCompletion(k); ok {
 		expected = min(expected, math.Ceil(mean))
 	}
-	m := &meter{sched: s, k: k, w: w, prompt: float64(req.PromptTokens), expected: expected,
+	*m = meter{sched: s, k: k, w: w, prompt: float64(req.PromptTokens), expected: expected,
 		tally: Tally{Shape: req.Shape}}
 	m.charged = m.prompt + w*m.expected
 	s.Start(k, m.charged, now)
-	return m
 }
 
 // observe charges what ev shows of the response. Which streamed events

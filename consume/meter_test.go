@@ -90,3 +90,10 @@ func TestMeterGivesBackTheUnusedCommitment(t *testing.T) {
 		t.Fatalf("counter %v, want 11", st.Counter)
 	}
 }
+
+// startMeter is a new meter, started.
+func startMeter(s *fairshare.Scheduler, k policy.Key, w float64, req *Request, now time.Time) *meter {
+	m := new(meter)
+	m.start(s, k, w, req, now)
+	return m
+}

@@ -85,10 +85,8 @@ func (q *Queue) SubmitTo(ctx context.Context, req *Request, sink Sink) (*Pending
 	}
 	q.reg.Store(req.ID, p)
 	q.count.Add(1)
-	err := q.backend.Publish(ctx, &Message{
-		ID: req.ID, LiteTopic: q.LiteTopic(req.Key), Body: req.Body,
-		Properties: map[string]string{PropTenant: req.Key.Tenant, PropModel: req.Key.Model},
-	})
+	p.msg = Message{ID: req.ID, LiteTopic: q.LiteTopic(req.Key), Key: req.Key, Body: req.Body}
+	err := q.backend.Publish(ctx, &p.msg)
 	if err != nil && p.Abandon() {
 		q.Finish(p)
 		return nil, err

@@ -121,15 +121,18 @@ type Pending struct {
 	seq    uint64 // its entry in the bucket's ledger
 	events chan Event
 	sink   Sink // when set, Send hands events to it instead of events
-	// chunks holds the Data of the last chunks sent, reused in turn so
-	// that a streamed chunk costs no allocation; next is the one to use.
-	// Only the sending goroutine touches them (see Send).
-	chunks [chunkBuffers][]byte
-	next   int
+	// msg is the message SubmitTo publishes (kept here: one allocation
+	// fewer per request).
+	msg Message
+	// chunks holds the Data of the last chunks sent on events, reused in
+	// turn so that a streamed chunk costs no allocation; allocated at the
+	// first chunk (a request with a Sink never needs it). Only the sending
+	// goroutine touches it (see Send).
+	chunks *chunkRing
 	state  atomic.Int32
 	// handoff and run: see handOff.
 	handoff  atomic.Int32
-	run      func()
+	run      *invocation
 	departed atomic.Bool  // its ledger entry was removed
 	released atomic.Int64 // unix nanos of the release to the upstream
 }
@@ -205,17 +208,27 @@ func (p *Pending) Send(ev Event) error {
 // receives a longer chunk grows on its own.
 const chunkRoom = 384
 
+// chunkRing is a Pending's chunk buffers and the room they start in, one
+// allocation; next is the buffer to use.
+type chunkRing struct {
+	bufs [chunkBuffers][]byte
+	next int
+	room [chunkBuffers * chunkRoom]byte
+}
+
 // keep copies a chunk's data into the next of p's chunk buffers.
 func (p *Pending) keep(data []byte) []byte {
-	if p.chunks[0] == nil {
-		slab := make([]byte, chunkBuffers*chunkRoom)
-		for i := range p.chunks {
-			p.chunks[i] = slab[i*chunkRoom : i*chunkRoom : (i+1)*chunkRoom]
+	r := p.chunks
+	if r == nil {
+		r = new(chunkRing)
+		for i := range r.bufs {
+			r.bufs[i] = r.room[i*chunkRoom : i*chunkRoom : (i+1)*chunkRoom]
 		}
+		p.chunks = r
 	}
-	b := append(p.chunks[p.next][:0], data...)
-	p.chunks[p.next] = b
-	p.next = (p.next + 1) % chunkBuffers
+	b := append(r.bufs[r.next][:0], data...)
+	r.bufs[r.next] = b
+	r.next = (r.next + 1) % chunkBuffers
 	return b
 }
 
@@ -233,7 +246,7 @@ const (
 // without a goroutine of its own to start and schedule. It reports false
 // once SubmitTo has returned (or without a Sink): the caller runs run on a
 // goroutine of its own.
-func (p *Pending) handOff(run func()) bool {
+func (p *Pending) handOff(run *invocation) bool {
 	if p.sink == nil {
 		return false
 	}
@@ -245,7 +258,7 @@ func (p *Pending) handOff(run func()) bool {
 // upstream call handed off meanwhile, if any, and returns once it ended.
 func (p *Pending) submittedBy() {
 	if !p.handoff.CompareAndSwap(submitting, submitted) {
-		p.run()
+		p.run.run()
 		p.run = nil
 	}
 }

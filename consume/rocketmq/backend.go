@@ -15,6 +15,7 @@ import (
 	"github.com/apache/rocketmq-clients/golang/v5/credentials"
 
 	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/policy"
 )
 
 // PropRequestID is the user property that carries the request id.
@@ -252,6 +253,10 @@ func (b *Backend) Publish(ctx context.Context, m *consume.Message) error {
 	msg := &rmq.Message{Topic: b.cfg.Topic, Body: m.Body}
 	msg.SetLiteTopic(m.LiteTopic)
 	msg.SetKeys(m.ID)
+	if m.Key.Tenant != "" || m.Key.Model != "" {
+		msg.AddProperty(consume.PropTenant, m.Key.Tenant)
+		msg.AddProperty(consume.PropModel, m.Key.Model)
+	}
 	for k, v := range m.Properties {
 		msg.AddProperty(k, v)
 	}
@@ -456,10 +461,16 @@ func (b *Backend) delivery(mv *rmq.MessageView) *consume.Delivery {
 			id = mv.GetMessageId()
 		}
 	}
-	user := make(map[string]string, len(props))
-	for k, v := range props {
-		if k != PropRequestID {
-			user[k] = v
+	k := policy.Key{Tenant: props[consume.PropTenant], Model: props[consume.PropModel]}
+	var user map[string]string // the others, if any
+	for name, v := range props {
+		switch name {
+		case PropRequestID, consume.PropTenant, consume.PropModel:
+		default:
+			if user == nil {
+				user = make(map[string]string, len(props))
+			}
+			user[name] = v
 		}
 	}
 	// The broker's delivery attempt cannot be used as is: it goes from 1 to
@@ -472,7 +483,7 @@ func (b *Backend) delivery(mv *rmq.MessageView) *consume.Delivery {
 		attempt = 1 + b.retries[id]
 	}
 	return &consume.Delivery{
-		Message: consume.Message{ID: id, LiteTopic: mv.GetLiteTopic(), Body: mv.GetBody(), Properties: user},
+		Message: consume.Message{ID: id, LiteTopic: mv.GetLiteTopic(), Key: k, Body: mv.GetBody(), Properties: user},
 		Attempt: attempt,
 	}
 }

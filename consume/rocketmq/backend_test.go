@@ -71,7 +71,8 @@ func TestPublishDeliver(t *testing.T) {
 	<-lat
 	t.Logf("first message (subscribe + send + deliver): %s", time.Since(t0).Round(time.Millisecond))
 	if d.ID != m.ID || d.LiteTopic != lt || string(d.Body) != string(m.Body) || d.Attempt != 1 ||
-		d.Properties[consume.PropTenant] != "t" || d.Properties[rocketmq.PropRequestID] != "" {
+		d.Key != m.Key || d.Properties[consume.PropTenant] != "" || d.Properties[rocketmq.PropRequestID] != "" ||
+		d.Properties["t0"] == "" {
 		t.Fatalf("delivery = %+v, want %+v attempt 1", d, m)
 	}
 

@@ -7,7 +7,9 @@
 //
 // Publish sends one message per request to the parent topic with
 // SetLiteTopic(m.LiteTopic); the request id is the message key and the
-// "reqid" user property, and m.Properties become user properties. One
+// "reqid" user property, m.Key becomes the "tenant" and "model" user
+// properties (and the Delivery's Key again), and m.Properties become user
+// properties. One
 // LitePushConsumer per process, in a consumer group bound to the parent
 // topic (lite.bind.topic, no lite.sub.wildcard), receives them. A Handler's
 // [consume.Result] maps to:

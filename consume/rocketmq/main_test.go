@@ -18,6 +18,7 @@ import (
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/consume/rocketmq"
+	"github.com/pacegate/pacegate/policy"
 )
 
 // The suite needs a broker: bash scripts/rocketmq/rmq.sh fetch start init,
@@ -210,11 +211,10 @@ func message(id, lt string) *consume.Message {
 	return &consume.Message{
 		ID:        id,
 		LiteTopic: lt,
+		Key:       policy.Key{Tenant: "t", Model: "m1"},
 		Body:      []byte(`{"id":"` + id + `"}`),
 		Properties: map[string]string{
-			consume.PropTenant: "t",
-			consume.PropModel:  "m1",
-			"t0":               strconv.FormatInt(time.Now().UnixNano(), 10),
+			"t0": strconv.FormatInt(time.Now().UnixNano(), 10),
 		},
 	}
 }
