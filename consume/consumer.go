@@ -166,9 +166,12 @@ func (c *Consumer) Close(ctx context.Context) error {
 }
 
 // goInvoke runs inv, tracked for Close, on the goroutine still
-// submitting its request if it takes it (see Pending.handOff), else on a
-// goroutine of its own; false once closed.
-func (c *Consumer) goInvoke(inv *invocation) bool {
+// submitting its request if it was delivered inline and that goroutine
+// takes it (see Pending.handOff), else on a goroutine of its own; false
+// once closed. A call delivered by a goroutine of the backend's is never
+// handed off: the submitter may still wait for a broker's answer to its
+// send, and the call would wait with it, holding its slot.
+func (c *Consumer) goInvoke(inv *invocation, inline bool) bool {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -176,7 +179,7 @@ func (c *Consumer) goInvoke(inv *invocation) bool {
 	}
 	c.running++
 	c.mu.Unlock()
-	if !inv.p.handOff(inv) {
+	if !inline || !inv.p.handOff(inv) {
 		go inv.run()
 	}
 	return true

@@ -43,6 +43,14 @@ type Delivery struct {
 	// Attempt counts deliveries of this message, from 1. Suspensions do
 	// not count; Retry results do.
 	Attempt int
+	// Inline says the handler runs on the goroutine that is publishing
+	// the message, inside its Publish (the embedded engine delivers so to
+	// an idle LiteTopic): work the handler leaves to that goroutine starts
+	// as soon as Publish returns. A backend that delivers on a goroutine
+	// of its own leaves it false, also while the publisher still waits
+	// for its Publish to return (a broker's answer to the send can come
+	// after the message was delivered).
+	Inline bool
 }
 
 // Action is what a Handler decided about a delivery.

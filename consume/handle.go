@@ -64,7 +64,7 @@ func (c *Consumer) Handle(ctx context.Context, d *Delivery) (res Result) {
 			c.cap.unhold(k, slot)
 			return c.suspend(k, max(wait, c.minSuspend), ReasonPace)
 		}
-		return c.dispatch(p, slot)
+		return c.dispatch(p, slot, d.Inline)
 	}
 }
 
@@ -93,9 +93,10 @@ func sleep(ctx, client context.Context, d time.Duration) bool {
 	return true
 }
 
-// dispatch hands the request to an invocation goroutine and acknowledges
-// the message at once (see the package doc: ack at dispatch).
-func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
+// dispatch hands the request to an invocation goroutine (or, delivered
+// inline, to the goroutine submitting it) and acknowledges the message at
+// once (see the package doc: ack at dispatch).
+func (c *Consumer) dispatch(p *Pending, slot Slot, inline bool) Result {
 	k := p.Req.Key
 	now := time.Now()
 	if !p.claim(now) { // abandoned by its handler a moment ago
@@ -107,7 +108,7 @@ func (c *Consumer) dispatch(p *Pending, slot Slot) Result {
 	c.obs.Released(k, now.Sub(p.Req.Submitted))
 	inv := &invocation{c: c, p: p, slot: slot}
 	inv.m.start(c.cfg.Fairness, k, c.cfg.CompletionWeight, p.Req, now)
-	if !c.goInvoke(inv) {
+	if !c.goInvoke(inv, inline) {
 		slot.Release()
 		inv.m.end()
 		c.ended(k)

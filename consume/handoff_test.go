@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/consume/embedded"
@@ -110,4 +112,59 @@ func TestSubmitToDeliversAWorkersCallToTheSink(t *testing.T) {
 	if got := s.events(); !slices.Equal(got, streamed) {
 		t.Fatalf("sink got %q, want %q", got, streamed)
 	}
+}
+
+// brokerLike delivers each message on a goroutine of its own while its
+// Publish still waits (a broker that delivers before its answer to the
+// send arrives), and lets Publish return only when release is closed.
+type brokerLike struct {
+	h       consume.Handler
+	release chan struct{}
+	wg      sync.WaitGroup
+}
+
+func (b *brokerLike) Start(h consume.Handler) error { b.h = h; return nil }
+func (b *brokerLike) Publish(ctx context.Context, m *consume.Message) error {
+	d := &consume.Delivery{Message: *m, Attempt: 1}
+	b.wg.Go(func() { b.h(ctx, d) })
+	<-b.release
+	return nil
+}
+func (b *brokerLike) Close(context.Context) (consume.Leftover, error) {
+	b.wg.Wait()
+	return consume.Leftover{}, nil
+}
+func (*brokerLike) MinSuspend() time.Duration   { return 0 }
+func (*brokerLike) Ready(context.Context) error { return nil }
+
+// A call dispatched by a backend's own goroutine while the submitter
+// still waits in Publish is not handed to the submitter: it runs at
+// once, and the whole response reaches the sink before Publish returns.
+func TestSubmitToDoesNotWaitForAPublishToRunACallDeliveredElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &brokerLike{release: make(chan struct{})}
+		q := consume.NewQueue(b, "")
+		c := consume.NewConsumer(consume.ConsumerConfig{Queue: q, Pacer: unpaced{}, Upstreams: streamUpstreams{}, Logger: quiet})
+		if err := b.Start(c.Handle); err != nil {
+			t.Fatal(err)
+		}
+		s := &recordingSink{done: make(chan struct{})}
+		submitted := make(chan *consume.Pending, 1)
+		go func() {
+			p, err := q.SubmitTo(context.Background(), &consume.Request{ID: "r1", Key: policy.Key{Tenant: "a", Model: "m"}}, s)
+			if err != nil {
+				t.Error(err)
+			}
+			submitted <- p
+		}()
+		synctest.Wait() // the submitter blocks in Publish
+		got := s.events()
+		close(b.release)
+		q.Finish(<-submitted)
+		b.Close(context.Background())
+		c.Close(context.Background())
+		if !slices.Equal(got, streamed) {
+			t.Fatalf("sink holds %q while Publish waits, want the whole response %q", got, streamed)
+		}
+	})
 }

@@ -69,10 +69,11 @@ func (q *Queue) Submit(ctx context.Context, req *Request) (*Pending, error) {
 
 // SubmitTo is Submit with the response's events delivered to sink rather
 // than on the Pending's channel (see [Sink]); a nil sink is Submit. A
-// request with a sink that is dispatched while SubmitTo publishes it (the
-// embedded engine delivers to an idle LiteTopic inline) makes its
-// upstream call on the caller's goroutine: SubmitTo then returns once the
-// response has ended, all of it delivered to the sink.
+// request with a sink that is delivered inline and dispatched while
+// SubmitTo publishes it (the embedded engine delivers to an idle
+// LiteTopic so; see [Delivery].Inline) makes its upstream call on the
+// caller's goroutine: SubmitTo then returns once the response has ended,
+// all of it delivered to the sink.
 func (q *Queue) SubmitTo(ctx context.Context, req *Request, sink Sink) (*Pending, error) {
 	seq, _, ok := q.ledger.add(req.Key, req.Submitted, req.MaxBacklog)
 	if !ok {

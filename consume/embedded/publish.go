@@ -88,7 +88,9 @@ func (e *Engine) takeInline(t *topic) bool {
 // deliverInline runs the delivery takeInline claimed.
 func (e *Engine) deliverInline(t *topic, en *entry) {
 	defer e.exit()
+	en.d.Inline = true // only this call: a redelivery comes from a worker
 	res, panicked := e.call(en)
+	en.d.Inline = false
 	e.settle(t, en, res, panicked)
 }
 
