@@ -289,6 +289,9 @@ func cpuSeconds() map[string]float64 {
 	}
 	home := os.Getenv("RMQ_HOME")
 	if home == "" {
+		// rmq.sh's own default, from the module root (where `go run
+		// ./bench` runs), unless the script is elsewhere.
+		home = filepath.Join(".cache", "rocketmq")
 		if s := os.Getenv("PACEGATE_ROCKETMQ_SCRIPT"); s != "" {
 			home = filepath.Join(filepath.Dir(s), "..", "..", ".cache", "rocketmq")
 		}
