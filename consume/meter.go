@@ -38,9 +38,9 @@ type meter struct {
 	tally                                     Tally
 }
 
-// start charges the request's expected service to m, a new meter. The expected completion is its max_tokens (or the gateway's
-// default reservation), or the bucket's recent mean when that is
-// smaller: a bucket whose requests ask for 4,096 tokens and stop at 100
+// start charges the request's expected service to m, a new meter. The
+// expected completion is its max_tokens (or the gateway's default
+// reservation), or the bucket's recent mean when that is smaller: a bucket whose requests ask for 4,096 tokens and stop at 100
 // is not charged 4,096 before each starts, and one that does generate
 // them is charged as they stream.
 func (m *meter) start(s *fairshare.Scheduler, k policy.Key, w float64, req *Request, now time.Time) {
