@@ -59,3 +59,15 @@ func TestOneModelsGateDoesNotHoldUpAnother(t *testing.T) {
 	}
 	r.c.Close(context.Background())
 }
+
+// The grants trim keeps for a bucket can grow again (hand appends to
+// them under the gate's lock) while those it gave back are still being
+// released outside it: the next grant must not land on a given-back one.
+func TestTrimmedGrantsAreNotOverwrittenByTheNextGrant(t *testing.T) {
+	a, b, c := &grant{}, &grant{}, &grant{}
+	keep, extra := splitGrants([]*grant{a, b, c}, 1)
+	keep = append(keep, &grant{})
+	if extra[0] != b || extra[1] != c || keep[0] != a {
+		t.Fatalf("after a grant was appended to the kept ones, the given-back grants are %p %p, want %p %p", extra[0], extra[1], b, c)
+	}
+}

@@ -91,7 +91,7 @@ func (c *capacity) trim(k policy.Key) {
 	gs := g.grants[k]
 	var extra []*grant
 	if len(gs) > queued {
-		gs, extra = gs[:queued], gs[queued:]
+		gs, extra = splitGrants(gs, queued)
 		g.setGrants(k, gs)
 	}
 	if queued == 0 {
@@ -100,6 +100,14 @@ func (c *capacity) trim(k policy.Key) {
 	}
 	g.mu.Unlock()
 	c.release(k, extra)
+}
+
+// splitGrants splits gs after its first n: the grants kept and those to
+// give back. The kept ones get a slice of their own capacity: the next
+// grant appended to them, under the gate's lock, must not overwrite the
+// ones given back, which are released after the lock is dropped.
+func splitGrants(gs []*grant, n int) (keep, extra []*grant) {
+	return gs[:n:n], gs[n:]
 }
 
 // releaseAll gives back every slot still granted (the consumer is
