@@ -107,8 +107,11 @@ type Observer interface {
 
 // UpstreamStat is a snapshot of one upstream, returned by Pool.Stats.
 type UpstreamStat struct {
-	URL            string
-	InFlight       int
+	URL      string
+	InFlight int
+	// Reserved is how many of InFlight are slots granted to a waiting
+	// bucket whose delivery has not used them yet.
+	Reserved       int
 	MaxConcurrency int // the configured cap, or DefaultMaxConcurrency
 	// Limit is how many requests it may run now; Room says where that
 	// comes from: RoomMetrics (learned), RoomFallback (learning, but the

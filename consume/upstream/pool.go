@@ -60,8 +60,12 @@ type upstream struct {
 	idle     time.Duration // a stream silent this long is stalled; 0 = no limit
 	learns   bool          // its limit is learned from its /metrics
 
-	models    []string // sorted
-	inFlight  int      // change it with add, which keeps load
+	models   []string // sorted
+	inFlight int      // change it with add, which keeps load
+	// reserved counts the slots of inFlight taken by acquire and not yet
+	// used by a call: granted to a waiting bucket whose delivery has not
+	// come yet. Atomic: a slot's take changes it without Pool.mu.
+	reserved  atomic.Int64
 	load      recentLoad
 	healthy   bool
 	downUntil time.Time
@@ -157,7 +161,8 @@ func (p *Pool) acquire(model string, skip *upstream, headroom bool) *slot {
 	}
 	p.next++
 	p.add(best, 1, now)
-	return &slot{p: p, u: best, headroom: headroom}
+	best.reserved.Add(1)
+	return &slot{p: p, u: best, headroom: headroom, reserved: true}
 }
 
 func newUpstream(cfg Config, u UpstreamConfig, models []string) *upstream {
@@ -328,7 +333,7 @@ func (p *Pool) stats() []UpstreamStat {
 	defer p.mu.Unlock()
 	out := make([]UpstreamStat, 0, len(p.ups))
 	for _, u := range p.ups {
-		out = append(out, UpstreamStat{URL: u.url, InFlight: u.inFlight, MaxConcurrency: u.max, Headroom: u.headroom,
+		out = append(out, UpstreamStat{URL: u.url, InFlight: u.inFlight, Reserved: int(u.reserved.Load()), MaxConcurrency: u.max, Headroom: u.headroom,
 			Healthy: u.healthy, Errors: u.errors, DownUntil: u.downUntil, Models: slices.Clone(u.models),
 			Limit: u.limit(false), Room: u.roomSource(), Running: u.gauges.Running, Waiting: u.gauges.Waiting, KVCache: u.gauges.KVCache,
 			Routed: maps.Clone(u.routed), PromptTokens: u.promptTokens.Load(), CachedTokens: u.cachedTokens.Load()})

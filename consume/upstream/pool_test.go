@@ -1,8 +1,11 @@
 package upstream
 
 import (
+	"errors"
 	"slices"
 	"testing"
+
+	"github.com/pacegate/pacegate/consume"
 )
 
 func TestTryAcquireLeastOutstanding(t *testing.T) {
@@ -116,4 +119,41 @@ func TestDiscoveryMerge(t *testing.T) {
 	if err := p.Start(t.Context()); err != ErrClosed {
 		t.Fatalf("second Start: %v", err)
 	}
+}
+
+// TestReservedCountsSlotsNotYetUsed: a slot from TryAcquire counts as
+// reserved on its upstream from then until a call uses it or it is
+// released unused, once either way; the learner counts reserved slots as
+// running (see learner).
+func TestReservedCountsSlotsNotYetUsed(t *testing.T) {
+	s := newSim(t, "m")
+	p := newPool(t, UpstreamConfig{URL: s.url, Models: []string{"m"}})
+	want := func(when string, inFlight, reserved int) {
+		t.Helper()
+		if st := p.Stats()[0]; st.InFlight != inFlight || st.Reserved != reserved {
+			t.Fatalf("%s: in flight %d, reserved %d; want %d, %d", when, st.InFlight, st.Reserved, inFlight, reserved)
+		}
+	}
+	a := mustAcquire(t, p, "m")
+	b := mustAcquire(t, p, "m")
+	want("two acquired", 2, 2)
+	var during []int
+	err := a.Do(t.Context(), chatReq("r1", true, ""), func(consume.Event) error {
+		during = append(during, p.Stats()[0].Reserved)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(during) == 0 || slices.ContainsFunc(during, func(n int) bool { return n != 1 }) {
+		t.Fatalf("reserved while a's call ran: %v, want 1 at every event", during)
+	}
+	want("a's call over", 1, 1)
+	b.Release()
+	b.Release()
+	want("b released unused, twice", 0, 0)
+	if err := b.Do(t.Context(), chatReq("r2", true, ""), func(consume.Event) error { return nil }); !errors.Is(err, errSlotUsed) {
+		t.Fatalf("Do on a released slot: %v, want errSlotUsed", err)
+	}
+	want("Do on a released slot", 0, 0)
 }

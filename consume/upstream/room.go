@@ -53,7 +53,7 @@ const (
 // single reading with a waiting request is a request caught between two
 // engine steps, or one we sent the moment ours ended and before the
 // server freed its sequence), the limit drops
-// to what the server runs of ours, our in-flight count less its waiting
+// to what the server runs of ours, our requests sent less its waiting
 // requests. When it does not queue, the KV cache is under the threshold,
 // and both our in-flight count and the server's running count are at
 // the limit (ours alone may count a request the server has finished and
@@ -65,6 +65,14 @@ const (
 // settles where the server is full and probes above it now and then,
 // less and less often while the room stays where it was, only while the
 // cache has room, and a probe that overshoots costs one reading.
+//
+// Slots reserved for a waiting bucket and not yet used by a call count
+// as running on the server: they are ours to fill. On a queue that cannot
+// wake a bucket at once (RocketMQ redelivers a suspended message only
+// when its delay ends) they stay unused for a while, and a server of
+// short requests would otherwise never be seen running as many as the
+// limit: the limit stayed at learnStart. For the same reason they are not
+// counted among ours that the server runs when it queues.
 type learner struct {
 	limit     int // the learned limit, in [1, ceiling]
 	ceiling   int // MaxConcurrency when set, else learnCeiling
@@ -91,9 +99,11 @@ func newLearner(ceiling int, kvMax float64) learner {
 	return learner{limit: min(learnStart, ceiling), ceiling: ceiling, kvMax: kvMax, probeWait: probeAfter}
 }
 
-// observe applies one reading g, taken while inFlight of our requests
-// ran on the server, and reports whether the limit grew.
-func (l *learner) observe(g vllmmetrics.Gauges, inFlight int) (grew bool) {
+// observe applies one reading g, taken while inFlight of our slots were
+// taken on the server, reserved of them not yet used by a call, and
+// reports whether the limit grew.
+func (l *learner) observe(g vllmmetrics.Gauges, inFlight, reserved int) (grew bool) {
+	busy := int(g.Running) + reserved // what runs there, and what is ours to fill
 	waiting := g.Waiting > 0
 	probed := l.grew && l.saturated
 	queued := waiting && (l.waited || l.grew)
@@ -101,17 +111,17 @@ func (l *learner) observe(g vllmmetrics.Gauges, inFlight int) (grew bool) {
 	switch {
 	case probed && queued: // the server was full: probe less often
 		l.probeWait = min(2*l.probeWait, probeMax)
-	case probed && !waiting && int(g.Running) >= l.limit: // it had room
+	case probed && !waiting && busy >= l.limit: // it had room
 		l.probeWait = probeAfter
 	}
 	if queued {
 		l.saturated, l.calm = true, 0
-		ours := inFlight - int(g.Waiting)
+		ours := inFlight - reserved - int(g.Waiting)
 		l.limit = min(max(ours, 1), l.ceiling)
 		return false
 	}
 	l.calm++
-	if waiting || g.KVCache >= l.kvMax || inFlight < l.limit || int(g.Running) < l.limit || l.limit >= l.ceiling {
+	if waiting || g.KVCache >= l.kvMax || inFlight < l.limit || busy < l.limit || l.limit >= l.ceiling {
 		return false
 	}
 	step := max(l.limit/2, 1)

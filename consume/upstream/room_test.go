@@ -47,7 +47,36 @@ func TestLearnerSteps(t *testing.T) {
 		{200, 60, 0.5, 80, 20}, // queued again: what runs of ours, up as well as down
 	}
 	for i, s := range steps {
-		l.observe(vllmmetrics.Gauges{Running: s.running, Waiting: s.waiting, KVCache: s.kv}, s.inFlight)
+		l.observe(vllmmetrics.Gauges{Running: s.running, Waiting: s.waiting, KVCache: s.kv}, s.inFlight, 0)
+		if l.limit != s.want {
+			t.Fatalf("step %d: %+v: limit %d, want %d", i, s, l.limit, s.want)
+		}
+	}
+}
+
+// TestLearnerCountsReservedSlotsAsRunning: slots granted to waiting
+// buckets whose deliveries have not come yet (on RocketMQ, until a
+// suspended message's delay ends) count as running on the server when
+// the limit may grow, and not among ours the server runs when it queues.
+func TestLearnerCountsReservedSlotsAsRunning(t *testing.T) {
+	l := newLearner(learnCeiling, DefaultKVThreshold)
+	steps := []struct {
+		running, waiting   float64
+		inFlight, reserved int
+		want               int
+	}{
+		{2, 0, 8, 0, 8},    // 8 of ours, the server runs 2: 6 ended there and not yet here
+		{2, 0, 8, 6, 12},   // the 6 are reserved, not sent: the limit is reached, +half
+		{3, 0, 12, 8, 12},  // 3 + 8 < 12: one sent has ended at the server
+		{4, 0, 12, 8, 18},  // 4 + 8: reached again
+		{15, 3, 18, 0, 15}, // waiting right after it grew: what runs of ours
+		{12, 0, 15, 3, 15}, // room, calm (saturated: it probes after probeAfter readings)
+		{12, 2, 15, 1, 15}, // one reading with waiting: a transient
+		{12, 2, 15, 1, 12}, // twice: ours sent (15 - 1 reserved) less the 2 waiting
+	}
+	for i, s := range steps {
+		kv := s.running * 0.02 // each running request takes 2 % of the cache: room for 47
+		l.observe(vllmmetrics.Gauges{Running: s.running, Waiting: s.waiting, KVCache: kv}, s.inFlight, s.reserved)
 		if l.limit != s.want {
 			t.Fatalf("step %d: %+v: limit %d, want %d", i, s, l.limit, s.want)
 		}
@@ -66,7 +95,7 @@ func TestLearnerProbesLessOftenWhileTheRoomHolds(t *testing.T) {
 	// probes above 10, and counts them.
 	calmUntilProbe := func() int {
 		for n := 1; n <= 1000; n++ {
-			if l.observe(full, l.limit) {
+			if l.observe(full, l.limit, 0) {
 				return n
 			}
 		}
@@ -78,14 +107,14 @@ func TestLearnerProbesLessOftenWhileTheRoomHolds(t *testing.T) {
 			t.Fatalf("probe %d after %d readings (limit %d), want after %d (limit 11)", i, got, l.limit, want)
 		}
 		// Right after it: one of ours waits at the server.
-		l.observe(vllmmetrics.Gauges{Running: 10, Waiting: 1, KVCache: 0.5}, 11)
+		l.observe(vllmmetrics.Gauges{Running: 10, Waiting: 1, KVCache: 0.5}, 11, 0)
 		if l.limit != 10 {
 			t.Fatalf("probe %d overshot: limit %d, want 10", i, l.limit)
 		}
 	}
 	// The server's room grew: the next probe runs without a queue.
 	calmUntilProbe()
-	l.observe(vllmmetrics.Gauges{Running: 11, KVCache: 0.5}, 11)
+	l.observe(vllmmetrics.Gauges{Running: 11, KVCache: 0.5}, 11, 0)
 	full.Running = 11
 	if got := 1 + calmUntilProbe(); got != probeAfter || l.limit != 12 { // 1: the reading that found room
 		t.Fatalf("after a probe that held: the next after %d readings (limit %d), want %d (limit 12)", got, l.limit, probeAfter)
@@ -101,7 +130,7 @@ func TestLearnerSlowStartStopsAtTheCachesRoom(t *testing.T) {
 		running, kv float64
 		want        int
 	}{{8, 0.8, 10}, {10, 1, 10}, {10, 1, 10}} {
-		l.observe(vllmmetrics.Gauges{Running: r.running, KVCache: r.kv}, l.limit)
+		l.observe(vllmmetrics.Gauges{Running: r.running, KVCache: r.kv}, l.limit, 0)
 		if l.limit != r.want {
 			t.Fatalf("reading %d (%v running, KV %v): limit %d, want %d", i, r.running, r.kv, l.limit, r.want)
 		}
@@ -115,7 +144,7 @@ func TestLearnerCeiling(t *testing.T) {
 		if l.limit != want {
 			t.Fatalf("limit %d, want %d", l.limit, want)
 		}
-		l.observe(vllmmetrics.Gauges{Running: float64(l.limit)}, l.limit)
+		l.observe(vllmmetrics.Gauges{Running: float64(l.limit)}, l.limit, 0)
 	}
 }
 
@@ -178,6 +207,7 @@ func TestLearnedLimitConverges(t *testing.T) {
 				if s == nil {
 					return
 				}
+				s.take() // its call starts: the fake server counts it running
 				held = append(held, s)
 			}
 		}
@@ -298,6 +328,7 @@ func TestLearnedLimitSlowStart(t *testing.T) {
 			}
 			held = held[:0]
 			for s := p.acquire("m", nil, false); s != nil; s = p.acquire("m", nil, false) {
+				s.take() // its call starts: the fake server counts it running
 				held = append(held, s)
 			}
 			time.Sleep(DefaultMetricsInterval)

@@ -74,7 +74,7 @@ func (p *Pool) applyReading(u *upstream, r vllmmetrics.Reading, err error) {
 		u.gauges = vllmmetrics.Sum(r.Models)
 		u.speed.observe(u.gauges)
 		before := u.limit(false)
-		u.learn.observe(u.gauges, u.inFlight)
+		u.learn.observe(u.gauges, u.inFlight, int(u.reserved.Load()))
 		grew = u.limit(false) > before
 	}
 	grew = grew || (!was && u.metricsOK && u.learn.limit > u.max) || (was && !u.metricsOK && u.max > u.learn.limit)

@@ -24,6 +24,8 @@ type slot struct {
 	released atomic.Bool
 	// uncounted: a direct request's slot, not counted in u.inFlight.
 	uncounted bool
+	// reserved: taken by acquire, so counted in u.reserved until take.
+	reserved bool
 	// served is the upstream that answered Do's request, and matched the
 	// prompt blocks the prefix index predicted it held: what Cached
 	// learns from. Written by Do, read after it, by the same goroutine.
@@ -36,15 +38,29 @@ var errSlotUsed = errors.New("upstream: slot already used or released")
 // Release implements [consume.Slot.Release]; it is idempotent.
 func (s *slot) Release() {
 	if s.released.CompareAndSwap(false, true) && !s.uncounted {
+		s.take() // a slot released unused is no longer reserved either
 		s.p.release(s.u)
 	}
+}
+
+// take marks s used, once: it reports false if it was already. A slot
+// from acquire stops counting as reserved on its upstream then, whether a
+// call uses it or it is released unused.
+func (s *slot) take() bool {
+	if !s.used.CompareAndSwap(false, true) {
+		return false
+	}
+	if s.reserved {
+		s.u.reserved.Add(-1)
+	}
+	return true
 }
 
 // Do implements [consume.Slot.Do]. A failure before the first response
 // byte is retried once on another upstream that has room; after it,
 // never.
 func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.Event) error) error {
-	if s.released.Load() || !s.used.CompareAndSwap(false, true) {
+	if s.released.Load() || !s.take() {
 		return errSlotUsed
 	}
 	cur := s
@@ -56,7 +72,7 @@ func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.E
 		}
 		cur.Release()
 		cur = pin
-		cur.used.Store(true)
+		cur.take()
 	} else if s.p.index != nil && len(req.Prefix) > 0 && req.Upstream == "" && !s.uncounted {
 		s.p.route(s, req)
 		s.p.record(s.u.id, req)
@@ -81,6 +97,7 @@ func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.E
 			slog.String("failed", cur.u.url), slog.String("next", next.u.url), slog.Any("error", err))
 		cur.Release()
 		cur = next
+		cur.take()
 		s.served, s.matched = next.u, 0
 		if s.p.index != nil && len(req.Prefix) > 0 {
 			s.p.record(next.u.id, req)

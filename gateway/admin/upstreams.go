@@ -17,6 +17,9 @@ type upstreamJSON struct {
 	URL      string `json:"url"`
 	Healthy  bool   `json:"healthy"`
 	InFlight int    `json:"in_flight"`
+	// Reserved is how many of InFlight are slots granted to a waiting
+	// bucket and not yet used by its request.
+	Reserved int `json:"reserved"`
 	// Limit is how many requests it may run now; Room says where that
 	// comes from: "metrics" (learned from its vLLM /metrics), "fallback"
 	// (its metrics cannot be read: max_concurrency) or "fixed".
@@ -73,7 +76,7 @@ func (a *api) getUpstreams(w http.ResponseWriter, _ *http.Request) {
 	out := upstreamsJSON{Object: "list", Data: []upstreamJSON{}}
 	if a.cfg.Upstreams != nil {
 		for _, u := range a.cfg.Upstreams() {
-			uj := upstreamJSON{URL: u.URL, Healthy: u.Healthy, InFlight: u.InFlight, Limit: u.Limit, Room: u.Room,
+			uj := upstreamJSON{URL: u.URL, Healthy: u.Healthy, InFlight: u.InFlight, Reserved: u.Reserved, Limit: u.Limit, Room: u.Room,
 				MaxConcurrency: u.MaxConcurrency, Running: u.Running, Waiting: u.Waiting, KVCache: round3(u.KVCache),
 				StepMS: round3(u.StepSeconds * 1000), StepGrowth: round3(u.StepGrowth), Errors: u.Errors, Models: u.Models, Routing: routingOf(u)}
 			if !u.DownUntil.IsZero() {
