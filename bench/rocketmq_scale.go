@@ -229,8 +229,8 @@ func scaleBackend(ctx context.Context, res *ScenarioResult, topics, rounds int) 
 			f1(float64(rounds*active) / warmTook.Seconds()),
 			f1(Quantile(warm, .5)) + " / " + f1(p99) + " / " + f1(Quantile(warm, 1)), strconv.Itoa(countOver(warm, 5000))})
 	res.Tables = append(res.Tables, t)
-	res.note("Cold phase: %d first messages published in %.2f s by 256 publishers and %d delivered; the consumer drained the flood at about %.0f messages/s. Warm phase: all %d delivered %.2f s after it began; %d publish errors in all.",
-		topics, coldTook.Seconds(), coldDrained, float64(coldDrained)/max(coldDrain.Seconds(), 1e-9), rounds*active, drainTook.Seconds(), pubErrs.Load())
+	res.note("Cold phase: %d first messages published in %.2f s by 256 publishers and %d delivered; the consumer drained the flood at about %.0f messages/s. Warm phase: %d of %d delivered %.2f s after it began; %d publish errors in all.",
+		topics, coldTook.Seconds(), coldDrained, float64(coldDrained)/max(coldDrain.Seconds(), 1e-9), len(warm), rounds*active, drainTook.Seconds(), pubErrs.Load())
 	res.bar(fmt.Sprintf("publish→deliver p99 at %d LiteTopics, 60%% active (warm, %.0f msgs/s offered)", topics, float64(rounds*active)/warmTook.Seconds()),
 		"< 1000 ms", f1(p99)+" ms", p99 < 1000)
 	res.bar("deliveries later than 5 s", "0", strconv.Itoa(over5), over5 == 0)
