@@ -109,8 +109,9 @@ type Observer interface {
 type UpstreamStat struct {
 	URL      string
 	InFlight int
-	// Reserved is how many of InFlight are slots granted to a waiting
-	// bucket whose delivery has not used them yet.
+	// Reserved is how many of InFlight are slots taken and not yet used
+	// by a call: mostly granted to a waiting bucket whose delivery has
+	// not come yet.
 	Reserved       int
 	MaxConcurrency int // the configured cap, or DefaultMaxConcurrency
 	// Limit is how many requests it may run now; Room says where that

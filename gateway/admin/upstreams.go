@@ -17,8 +17,9 @@ type upstreamJSON struct {
 	URL      string `json:"url"`
 	Healthy  bool   `json:"healthy"`
 	InFlight int    `json:"in_flight"`
-	// Reserved is how many of InFlight are slots granted to a waiting
-	// bucket and not yet used by its request.
+	// Reserved is how many of InFlight are slots taken and not yet used
+	// by a call: mostly granted to a waiting bucket whose delivery has
+	// not come yet.
 	Reserved int `json:"reserved"`
 	// Limit is how many requests it may run now; Room says where that
 	// comes from: "metrics" (learned from its vLLM /metrics), "fallback"
