@@ -38,8 +38,8 @@
 // and each next token's is ITL × load factor, where the load factor is
 // 1 + (F-1)·(running-1)/(MaxNumSeqs-1) with F = Config.TimeFactorUnderLoad
 // (1, the default, turns it off), read from the running count (the
-// request included) when that token is scheduled: at the start of
-// running for the first, after the previous token for each next one, as
+// request included) when that token is scheduled: as the request joins
+// the batch for the first, after the previous token for each next one, as
 // llm-d-inference-sim models it. /metrics exports the gaps between
 // tokens as vllm:inter_token_latency_seconds (its sum and count, one
 // +Inf bucket), from which pacegate learns how the batch slows the

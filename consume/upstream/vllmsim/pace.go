@@ -27,14 +27,15 @@ type seq struct {
 // load factor. It fails only when ctx is done,
 // and then reports whether j was still queued.
 func (s *Server) begin(ctx context.Context, j *job) (q *seq, queued bool, err error) {
-	if queued, err := s.acquire(ctx); err != nil {
+	running, queued, err := s.acquire(ctx)
+	if err != nil {
 		return nil, queued, err
 	}
 	ttft, itl := s.latency()
 	q = &seq{s: s, j: j, itl: itl}
 	q.lookup()
 	ttft += time.Duration(j.promptTokens-j.cachedTokens) * s.cfg.PrefillPerToken
-	q.next = time.Now().Add(scale(ttft, s.loadFactor()))
+	q.next = time.Now().Add(scale(ttft, s.factorOf(running)))
 	return q, false, nil
 }
 
@@ -121,13 +122,18 @@ func blocksFor(n int) int { return (n + BlockSize - 1) / BlockSize }
 // loadFactor is 1 + (F-1)·(running-1)/(MaxNumSeqs-1) for the current
 // running batch (Config.TimeFactorUnderLoad).
 func (s *Server) loadFactor() float64 {
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	return s.factorOf(running)
+}
+
+// factorOf is the load factor of a batch of running requests.
+func (s *Server) factorOf(running int) float64 {
 	f, n := s.cfg.TimeFactorUnderLoad, s.cfg.MaxNumSeqs
 	if f == 1 || n <= 1 {
 		return 1
 	}
-	s.mu.Lock()
-	running := s.running
-	s.mu.Unlock()
 	return 1 + (f-1)*float64(max(running-1, 0))/float64(n-1)
 }
 

@@ -9,24 +9,29 @@ import (
 type waiter struct {
 	ready   chan struct{} // closed when the slot is handed over
 	granted bool          // guarded by Server.mu
+	running int           // the batch it joined, set with granted
 }
 
 // acquire takes a running slot, waiting in FIFO order while all
-// MaxNumSeqs are taken. It fails only when ctx is done, and then reports
-// whether the request was still queued.
-func (s *Server) acquire(ctx context.Context) (queued bool, err error) {
+// MaxNumSeqs are taken, and returns the size of the batch it joined (the
+// request included), read as it joins: two requests that start together
+// then read 1 and 2, whatever order their goroutines run in next. It
+// fails only when ctx is done, and then reports whether the request was
+// still queued.
+func (s *Server) acquire(ctx context.Context) (running int, queued bool, err error) {
 	s.mu.Lock()
 	if s.running < s.cfg.MaxNumSeqs && len(s.queue) == 0 {
 		s.running++
+		running = s.running
 		s.mu.Unlock()
-		return false, nil
+		return running, false, nil
 	}
 	w := &waiter{ready: make(chan struct{})}
 	s.queue = append(s.queue, w)
 	s.mu.Unlock()
 	select {
 	case <-w.ready:
-		return false, nil
+		return w.running, false, nil // granted is set before ready closes
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
@@ -34,7 +39,7 @@ func (s *Server) acquire(ctx context.Context) (queued bool, err error) {
 		// The slot arrived as the client left: pass it on.
 		s.mu.Unlock()
 		s.release()
-		return true, ctx.Err()
+		return 0, true, ctx.Err()
 	}
 	for i, q := range s.queue {
 		if q == w {
@@ -43,7 +48,7 @@ func (s *Server) acquire(ctx context.Context) (queued bool, err error) {
 		}
 	}
 	s.mu.Unlock()
-	return true, ctx.Err()
+	return 0, true, ctx.Err()
 }
 
 // release frees a running slot, handing it to the oldest waiter.
@@ -57,7 +62,7 @@ func (s *Server) release() {
 	w := s.queue[0]
 	s.queue[0] = nil
 	s.queue = s.queue[1:]
-	w.granted = true
+	w.granted, w.running = true, s.running
 	close(w.ready)
 }
 
