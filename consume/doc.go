@@ -2,8 +2,8 @@
 //
 // [Queue] is the one owner of a queued request's state: the gateway
 // submits a [Request] to it and gets a [Pending] back (the in-process
-// response channel, or the [Sink] a streamed response is written to on
-// the upstream call's goroutine, found again by request id through the
+// response channel, or the [Sink] the response is written to on the
+// upstream call's goroutine, found again by request id through the
 // Queue's registry), and finishes it when the handler returns. The Queue keeps
 // each bucket's ledger (the one count of its backlog, matched by the
 // sequence number each request got at submission), names the LiteTopics

@@ -28,7 +28,8 @@ type exchange struct {
 	tally     consume.Tally // the response's usage, in the route's shape
 	upstream  string        // the upstream that answered
 	learned   bool          // the response id was remembered
-	header    http.Header   // a streamed request's JSON answer's headers
+	status    int           // a JSON answer's status (non-streamed requests)
+	header    http.Header   // a JSON answer's headers
 	wroteBody bool          // that answer was sent
 }
 
@@ -53,10 +54,7 @@ func (s *Server) serve(rt *route) http.HandlerFunc {
 		x.ctx = ctx
 		gw, release := guardWrites(w, s.cfg.WriteStallTimeout)
 		defer release()
-		var sink *streamSink
-		if x.req.Stream {
-			sink = s.newStreamSink(gw, x)
-		}
+		sink := s.newResponseSink(gw, x)
 		if rt.kind == kindQueued {
 			if e := s.submit(x, sink); e != nil {
 				s.refuse(gw, rt, x, e)
@@ -68,7 +66,7 @@ func (s *Server) serve(rt *route) http.HandlerFunc {
 			x.pending = p
 			defer func() { cancel(); wait() }()
 		}
-		s.finish(x, s.respond(gw, r, x, sink))
+		s.finish(x, s.respond(r, x, sink))
 	}
 }
 
@@ -217,18 +215,11 @@ func (s *Server) upstreamRequest(x *exchange) *consume.Request {
 	}
 }
 
-// submit hands the request to the queue; a streamed response goes to
-// its sink.
-func (s *Server) submit(x *exchange, sink *streamSink) *APIError {
-	var to consume.Sink // nil, not a nil *streamSink: Submit's channel
-	if sink != nil {
-		to = sink
-	}
-	p, err := s.cfg.Queue.SubmitTo(x.ctx, s.upstreamRequest(x), to)
+// submit hands the request to the queue; its response goes to sink,
+// which learns its Pending (Attach) before it is published.
+func (s *Server) submit(x *exchange, sink *responseSink) *APIError {
+	_, err := s.cfg.Queue.SubmitTo(x.ctx, s.upstreamRequest(x), sink)
 	if err == nil {
-		if sink == nil {
-			x.pending = p
-		} // else Attach set it before publishing: the sink may be writing
 		return nil
 	}
 	if full, ok := consume.IsFull(err); ok {

@@ -11,6 +11,7 @@ const (
 	OutcomeUpstreamError = "upstream_error" // the model pool failed the request
 	OutcomeTimeout       = "timeout"        // the overall request timeout fired
 	OutcomeClientGone    = "client_gone"    // the client disconnected first
+	OutcomeInternalError = "internal_error" // pacegate failed writing the response (a bug, logged)
 )
 
 // Observer receives the gateway's metrics events. Implementations must be

@@ -10,75 +10,24 @@ import (
 	"github.com/pacegate/pacegate/sse"
 )
 
-// respond waits for the consumer's events and writes the response. It
-// returns the request's outcome.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, x *exchange, sink *streamSink) string {
-	if sink != nil {
-		return s.respondStream(r, x, sink)
+// respond waits for the request's response, written through its sink,
+// and returns its outcome. Upstream SSE events go through unchanged, one
+// flush each, and a JSON answer as one body, both written by the
+// consumer's invocation goroutine (see responseSink); this goroutine
+// keeps a stream's connection alive with ": queued" comments while the
+// request waits in its bucket (a JSON answer has nothing to send while it
+// waits), forwards a direct route's events, and ends the response on the
+// band's max_wait, the timeout, the client's departure or the cut.
+func (s *Server) respond(r *http.Request, x *exchange, sink *responseSink) string {
+	var heartbeat *time.Ticker
+	var beats <-chan time.Time
+	if !sink.json {
+		heartbeat = time.NewTicker(s.cfg.Heartbeat)
+		defer heartbeat.Stop()
+		beats = heartbeat.C
 	}
-	return s.respondJSON(w, r, x)
-}
-
-// respondJSON serves a non-streamed request: nothing can be sent while it
-// waits, so the client sees one JSON body or one error.
-func (s *Server) respondJSON(w http.ResponseWriter, r *http.Request, x *exchange) string {
-	var status int
-	var header http.Header
-	wrote := false
 	bandWait, stop := s.bandTimer(x)
 	defer stop()
-	for {
-		select {
-		case <-bandWait:
-			if e := s.leaveBand(x); e != nil {
-				x.rt.dialect.writeError(w, e)
-				return OutcomeRejected
-			}
-		case ev := <-x.pending.Events():
-			switch ev.Kind {
-			case consume.EventHeader:
-				status, header, x.upstream = ev.Status, ev.Header, ev.Upstream
-				s.markFirstByte(x, ev.At)
-			case consume.EventBody:
-				x.tally.Observe(&ev)
-				s.learnID(x, "", ev.Data)
-				copyContentType(w.Header(), header)
-				w.WriteHeader(status)
-				_, _ = w.Write(ev.Data)
-				wrote = true
-			case consume.EventError:
-				e := s.upstreamErr(x, ev.Err)
-				x.rt.dialect.writeError(w, e)
-				return outcomeOfUpstream(e)
-			case consume.EventDone:
-				if !wrote { // never answer 200 with nothing
-					x.rt.dialect.writeError(w, errUpstream("The model server sent no response body."))
-					return OutcomeUpstreamError
-				}
-				return OutcomeOK
-			}
-		case <-x.ctx.Done(): // the client left, the timeout passed, or the cut
-			e, outcome := s.ended(r, x)
-			if e != nil {
-				x.rt.dialect.writeError(w, e)
-			}
-			return outcome
-		}
-	}
-}
-
-// respondStream serves a streamed request through its sink: upstream SSE
-// events go through unchanged, one flush each, written by the consumer's
-// invocation goroutine (see streamSink); this goroutine keeps the
-// connection alive with ": queued" comments while the request waits in
-// its bucket, forwards a direct route's events, and ends the response on
-// the band's max_wait, the timeout, the client's departure or the cut.
-func (s *Server) respondStream(r *http.Request, x *exchange, sink *streamSink) string {
-	heartbeat := time.NewTicker(s.cfg.Heartbeat)
-	defer heartbeat.Stop()
-	bandWait, stop := s.bandTimer(x)
-	defer stop()
-	beats := heartbeat.C
 	for {
 		select {
 		case <-sink.done:
@@ -129,7 +78,7 @@ func (s *Server) ended(r *http.Request, x *exchange) (*APIError, string) {
 }
 
 // endStream ends a response that is not over yet with e.
-func (s *Server) endStream(sink *streamSink, x *exchange, e *APIError, outcome string) string {
+func (s *Server) endStream(sink *responseSink, x *exchange, e *APIError, outcome string) string {
 	sink.run(func(w http.ResponseWriter, sw *sse.Writer) (string, bool) {
 		s.streamError(w, sw, x, e)
 		return outcome, true
@@ -188,6 +137,37 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 	return "", false
 }
 
+// jsonEvent writes one consumer event of a non-streamed request: the
+// client sees one JSON body or one error; done reports the end of the
+// response and its outcome.
+func (s *Server) jsonEvent(w http.ResponseWriter, x *exchange, ev consume.Event) (outcome string, done bool) {
+	switch ev.Kind {
+	case consume.EventHeader:
+		x.status, x.header, x.upstream = ev.Status, ev.Header, ev.Upstream
+		s.markFirstByte(x, ev.At)
+	case consume.EventBody:
+		x.tally.Observe(&ev)
+		s.learnID(x, "", ev.Data)
+		if !x.wroteBody {
+			copyContentType(w.Header(), x.header)
+			w.WriteHeader(x.status)
+		}
+		_, _ = w.Write(ev.Data)
+		x.wroteBody = true
+	case consume.EventError:
+		e := s.upstreamErr(x, ev.Err)
+		s.streamError(w, nil, x, e)
+		return outcomeOfUpstream(e), true
+	case consume.EventDone:
+		if !x.wroteBody { // never answer 200 with nothing
+			x.rt.dialect.writeError(w, errUpstream("The model server sent no response body."))
+			return OutcomeUpstreamError, true
+		}
+		return OutcomeOK, true
+	}
+	return "", false
+}
+
 func writeChunk(sw *sse.Writer, ev consume.Event) error {
 	if ev.Name != "" {
 		return sw.Event(ev.Name, ev.Data)
@@ -206,11 +186,13 @@ func (s *Server) forwardChunk(x *exchange, ev *consume.Event) bool {
 // streamError ends a stream with an error: as a JSON response while
 // nothing was sent yet, as the dialect's error event after that.
 func (s *Server) streamError(w http.ResponseWriter, sw *sse.Writer, x *exchange, e *APIError) {
-	if !sw.HeaderWritten() {
+	switch {
+	case x.wroteBody: // a whole JSON answer went out: nothing can follow it
+	case sw == nil || !sw.HeaderWritten(): // a JSON request's sink has no SSE writer
 		x.rt.dialect.writeError(w, e)
-		return
+	default:
+		_ = x.rt.dialect.streamError(sw, x.rt.shape.Named(), e)
 	}
-	_ = x.rt.dialect.streamError(sw, x.rt.shape.Named(), e)
 }
 
 // queuedComment tells a waiting client where it stands.

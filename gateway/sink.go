@@ -3,30 +3,35 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"runtime/debug"
 	"sync"
 
 	"github.com/pacegate/pacegate/consume"
 	"github.com/pacegate/pacegate/sse"
 )
 
-// streamSink writes a streamed response on whichever goroutine has
-// something to write. The consumer's invocation goroutine delivers the
-// upstream's header, chunks and end straight to the client (one goroutine
-// per chunk, as a bare proxy has); the handler's goroutine writes the
-// heartbeats and the errors of its own clocks (the band's max_wait, the
-// request timeout, the shutdown cut) and events a direct route sends on
-// the Pending's channel.
+// responseSink writes a response on whichever goroutine has something
+// to write. The consumer's invocation goroutine delivers the upstream's
+// header, chunks or body, and end straight to the client (for a stream,
+// one goroutine per chunk, as a bare proxy has); the handler's goroutine
+// writes a stream's heartbeats, the errors of its own clocks (the band's
+// max_wait, the request timeout, the shutdown cut) and events a direct
+// route sends on the Pending's channel. A non-streamed request has a sink
+// too, so that its upstream call can run on the handler's goroutine when
+// its delivery is inline (see consume.Sink), instead of a goroutine of
+// its own and a channel.
 //
 // mu makes them take turns, and guards the response writer, over and
 // outcome, and the exchange's response fields (tally, upstream,
-// firstByte, learned, header, wroteBody, the access log's timings): the
+// firstByte, learned, status, header, wroteBody, the access log's timings): the
 // handler reads those only after the sink is over, so nothing is written
 // to the client or the exchange once the handler has returned.
-type streamSink struct {
-	s  *Server
-	x  *exchange
-	w  http.ResponseWriter
-	sw *sse.Writer
+type responseSink struct {
+	s    *Server
+	x    *exchange
+	w    http.ResponseWriter
+	sw   *sse.Writer
+	json bool // a non-streamed request's: one JSON body or one error
 
 	mu      sync.Mutex
 	over    bool
@@ -34,22 +39,29 @@ type streamSink struct {
 	done    chan struct{} // closed when over
 }
 
-func (s *Server) newStreamSink(w http.ResponseWriter, x *exchange) *streamSink {
-	return &streamSink{s: s, x: x, w: w, sw: sse.NewSerialWriter(w), done: make(chan struct{})}
+// newResponseSink returns the sink of x's response: its SSE stream when
+// the request streams, else its JSON answer.
+func (s *Server) newResponseSink(w http.ResponseWriter, x *exchange) *responseSink {
+	k := &responseSink{s: s, x: x, w: w, json: !x.req.Stream, done: make(chan struct{})}
+	if !k.json {
+		k.sw = sse.NewSerialWriter(w)
+	}
+	return k
 }
 
 // Attach implements consume.Sink: the exchange learns its Pending before
 // the invocation goroutine can deliver its first event.
-func (k *streamSink) Attach(p *consume.Pending) { k.x.pending = p }
+func (k *responseSink) Attach(p *consume.Pending) { k.x.pending = p }
 
 // Deliver implements consume.Sink: it writes ev to the client and ends
 // the response at its last event. Once the response is over (ended by
 // its last event, a failed write or the handler) or its context has
 // ended, it refuses everything with a context error, which stops the
 // upstream call like a client that left.
-func (k *streamSink) Deliver(ev consume.Event) error {
+func (k *responseSink) Deliver(ev consume.Event) (err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	defer k.recoverWrite(&err)
 	if k.over {
 		return context.Canceled
 	}
@@ -58,7 +70,7 @@ func (k *streamSink) Deliver(ev consume.Event) error {
 		// response as it would have, not with what the aborted call says.
 		return err
 	}
-	outcome, done := k.s.streamEvent(k.w, k.sw, k.x, ev)
+	outcome, done := k.event(ev)
 	if !done {
 		return nil
 	}
@@ -69,10 +81,37 @@ func (k *streamSink) Deliver(ev consume.Event) error {
 	return nil
 }
 
+// event writes ev in the response's form; mu is held.
+func (k *responseSink) event(ev consume.Event) (outcome string, done bool) {
+	if k.json {
+		return k.s.jsonEvent(k.w, k.x, ev)
+	}
+	return k.s.streamEvent(k.w, k.sw, k.x, ev)
+}
+
+// recoverWrite answers a panic of the gateway's own code while it writes
+// an event (a bug, on the goroutine of the upstream call, which the
+// handler's recoverer does not cover): it is logged with its stack, the
+// client gets the recoverer's 500 while nothing was sent (an error event
+// once the stream has begun), and the call is stopped as for a client
+// that left. mu is held.
+func (k *responseSink) recoverWrite(err *error) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	k.s.cfg.Logger.Error("panic writing a response", "request_id", k.x.id, "panic", v, "stack", string(debug.Stack()))
+	if !k.over {
+		k.s.streamError(k.w, k.sw, k.x, errInternal())
+		k.end(OutcomeInternalError)
+	}
+	*err = context.Canceled
+}
+
 // run lets the handler write: f writes what it must and says whether that
 // ended the response, and with which outcome. It does nothing once the
 // response is over.
-func (k *streamSink) run(f func(w http.ResponseWriter, sw *sse.Writer) (outcome string, done bool)) {
+func (k *responseSink) run(f func(w http.ResponseWriter, sw *sse.Writer) (outcome string, done bool)) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.over {
@@ -85,14 +124,14 @@ func (k *streamSink) run(f func(w http.ResponseWriter, sw *sse.Writer) (outcome 
 
 // finish ends the response with outcome unless it is over already, and
 // returns the outcome it ended with. After it, nothing more is written.
-func (k *streamSink) finish(outcome string) string {
+func (k *responseSink) finish(outcome string) string {
 	k.run(func(http.ResponseWriter, *sse.Writer) (string, bool) { return outcome, true })
 	<-k.done
 	return k.outcome
 }
 
 // end marks the response over; mu is held.
-func (k *streamSink) end(outcome string) {
+func (k *responseSink) end(outcome string) {
 	k.over, k.outcome = true, outcome
 	close(k.done)
 }
