@@ -23,9 +23,10 @@ import (
 //
 // mu makes them take turns, and guards the response writer, over and
 // outcome, and the exchange's response fields (tally, upstream,
-// firstByte, learned, status, header, wroteBody, the access log's timings): the
-// handler reads those only after the sink is over, so nothing is written
-// to the client or the exchange once the handler has returned.
+// firstByte, learned, status, header, wroteBody, the access log's
+// timings): the handler reads those only after the sink is over, so
+// nothing is written to the client or the exchange once the handler has
+// returned.
 type responseSink struct {
 	s    *Server
 	x    *exchange
