@@ -84,6 +84,14 @@ type rig struct {
 
 func newRig(t *testing.T, timeout time.Duration, script ...consume.Event) *rig {
 	t.Helper()
+	return newRigDelivering(t, timeout, true, script...)
+}
+
+// newRigDelivering is newRig with inline delivery on or off: off, every
+// upstream call runs on a goroutine of its own, as a request delivered by
+// a worker or by RocketMQ does.
+func newRigDelivering(t *testing.T, timeout time.Duration, inline bool, script ...consume.Event) *rig {
+	t.Helper()
 	f, err := config.Parse([]byte("upstreams: [{url: \"http://127.0.0.1:1\"}]\ntenants: [{id: a, keys: [k]}]\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +105,7 @@ func newRig(t *testing.T, timeout time.Duration, script ...consume.Event) *rig {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// Inline delivery, as the app runs the engine: a stream's upstream call
 	// then runs on the handler's goroutine (see consume.Pending.handOff).
-	r := &rig{up: &scriptedUpstreams{script: script}, e: embedded.New(embedded.Config{Logger: quiet, InlineDelivery: true})}
+	r := &rig{up: &scriptedUpstreams{script: script}, e: embedded.New(embedded.Config{Logger: quiet, InlineDelivery: inline})}
 	queue := consume.NewQueue(r.e, "")
 	r.c = consume.NewConsumer(consume.ConsumerConfig{Queue: queue, Pacer: pacer, Upstreams: r.up, Logger: quiet})
 	if err := r.e.Start(r.c.Handle); err != nil {

@@ -103,10 +103,17 @@ func (k *responseSink) recoverWrite(err *error) {
 	}
 	k.s.cfg.Logger.Error("panic writing a response", "request_id", k.x.id, "panic", v, "stack", string(debug.Stack()))
 	if !k.over {
-		k.s.streamError(k.w, k.sw, k.x, errInternal())
+		k.tryWrite(errInternal())
 		k.end(OutcomeInternalError)
 	}
 	*err = context.Canceled
+}
+
+// tryWrite writes e as the response's end, unless that panics too (the
+// writer itself may be what failed): the response then ends without it.
+func (k *responseSink) tryWrite(e *APIError) {
+	defer func() { _ = recover() }()
+	k.s.streamError(k.w, k.sw, k.x, e)
 }
 
 // run lets the handler write: f writes what it must and says whether that

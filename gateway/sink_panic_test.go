@@ -1,9 +1,14 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pacegate/pacegate/consume"
 )
 
 // outcomeRecorder is panicAtFirstByte that also keeps each request's
@@ -60,3 +65,60 @@ func TestAPanicWritingAResponseIsAnInternalError(t *testing.T) {
 		})
 	}
 }
+
+// A panic mid-stream ends the stream with an error event after the
+// chunks already sent, never with a silent cut, and stops the upstream
+// call: the chunk after it is never written. When the error's own write
+// panics as well, the response ends without it and the process lives on,
+// also when the call runs on a goroutine of its own, where no recoverer
+// would catch a panic. Both with the call on the handler's goroutine
+// (inline delivery) and on its own.
+func TestAPanicMidStreamEndsWithAnErrorEvent(t *testing.T) {
+	const first = "data: {\"a\":1}\n\n"
+	const internal = "data: {\"error\":{\"message\":\"Internal error.\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n"
+	for _, inline := range []bool{true, false} {
+		for _, tc := range []struct {
+			name   string
+			always bool // the error's write panics too
+			want   string
+		}{{"once", false, first + internal}, {"always", true, first}} {
+			t.Run(fmt.Sprintf("inline=%t/%s", inline, tc.name), func(t *testing.T) {
+				r := newRigDelivering(t, 0, inline, header, chunk(`{"a":1}`), chunk(`{"boom":1}`), chunk(`{"c":1}`), consume.Event{Kind: consume.EventDone})
+				defer r.close()
+				logger, buf := testLogger()
+				r.s.cfg.Logger = logger
+				req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/chat/completions", strings.NewReader(streamReq))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer k")
+				w := &panicWriter{ResponseRecorder: httptest.NewRecorder(), marker: "boom", always: tc.always}
+				r.s.ServeHTTP(w, req)
+				if w.Code != http.StatusOK || w.Body.String() != tc.want {
+					t.Fatalf("got %d %q\nwant 200 %q", w.Code, w.Body.String(), tc.want)
+				}
+				if !strings.Contains(buf.String(), `"msg":"panic writing a response"`) || !strings.Contains(buf.String(), `"panic":"writer failed"`) {
+					t.Errorf("log:\n%s", buf)
+				}
+			})
+		}
+	}
+}
+
+// panicWriter is a ResponseWriter whose first write containing marker
+// panics (and, if always, every write after it): a bug met mid-stream,
+// after the headers and a chunk went out.
+type panicWriter struct {
+	*httptest.ResponseRecorder
+	marker string
+	always bool
+	failed bool
+}
+
+func (w *panicWriter) Write(p []byte) (int, error) {
+	if (w.failed && w.always) || (!w.failed && strings.Contains(string(p), w.marker)) {
+		w.failed = true
+		panic("writer failed")
+	}
+	return w.ResponseRecorder.Write(p)
+}
+
+func (w *panicWriter) Flush() { w.ResponseRecorder.Flush() }
