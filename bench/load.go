@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -34,8 +35,11 @@ type streamTrace struct {
 	ReqID  string        // X-Request-Id of the response (or the one sent)
 	TTFT   time.Duration // to the first content chunk
 	Chunks []time.Time   // receive time of every content chunk
-	End    time.Time
-	Err    error
+	// Completion is a JSON answer's usage.completion_tokens (0 for a
+	// stream, or a body without it).
+	Completion int
+	End        time.Time
+	Err        error
 }
 
 // chatBody is an OpenAI chat completion request body.
@@ -92,6 +96,9 @@ func readChunks(r io.Reader, tr *streamTrace) error {
 	br := bufio.NewReaderSize(r, 16<<10)
 	for {
 		line, err := br.ReadSlice('\n')
+		if bytes.HasPrefix(line, []byte("{")) { // a JSON answer, not a stream
+			tr.Completion = completionTokens(line)
+		}
 		if bytes.HasPrefix(line, []byte("data: ")) {
 			now := time.Now()
 			if bytes.Contains(line, contentMark) {
@@ -114,6 +121,20 @@ func readChunks(r io.Reader, tr *streamTrace) error {
 			return err
 		}
 	}
+}
+
+// completionTokens is a chat completion's usage.completion_tokens, 0
+// if body is not one.
+func completionTokens(body []byte) int {
+	var v struct {
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return 0
+	}
+	return v.Usage.CompletionTokens
 }
 
 // closedLoop runs fn from workers goroutines until total calls were

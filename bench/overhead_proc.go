@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,18 +22,43 @@ const (
 	ohProcRate    = 50  // each bucket's pacing rate (req/s): never binds here
 )
 
-// ohProcTokens are the stream lengths of the CPU rounds: a short answer,
-// where per-request work weighs most, and a long one, where per-chunk
-// work does.
-var ohProcTokens = []int{64, 256}
+// ohProcKind is one kind of CPU round: an answer of tokens tokens,
+// streamed or one JSON body.
+type ohProcKind struct {
+	tokens int
+	stream bool
+}
+
+// ohProcKinds are the CPU rounds' kinds, in the order each round runs
+// them: a short stream, where per-request work weighs most, a long one,
+// where per-chunk work does, and a short answer not streamed (8 tokens:
+// 120 ms each, so that a round completes enough of them for 10 ms CPU
+// ticks to count).
+var ohProcKinds = []ohProcKind{{64, true}, {256, true}, {8, false}}
+
+// ohKindsList names the kinds for the report.
+func ohKindsList() string {
+	names := make([]string, len(ohProcKinds))
+	for i, k := range ohProcKinds {
+		names[i] = k.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+func (k ohProcKind) String() string {
+	if k.stream {
+		return fmt.Sprintf("%d tok", k.tokens)
+	}
+	return fmt.Sprintf("%d tok JSON", k.tokens)
+}
 
 // ohProcRound is one measured round through one process.
 type ohProcRound struct {
 	path     string
-	tokens   int // per stream
+	kind     ohProcKind
 	ok, errs int
 	cpu      time.Duration // utime+stime of the process over the round
-	ttft     []float64     // ms
+	ttft     []float64     // ms; a JSON answer's is its whole body's
 }
 
 // cpuPerReq is the process CPU per completed request, in µs.
@@ -88,14 +114,13 @@ func (p *ohProcs) stop() {
 	_ = os.RemoveAll(p.dir)
 }
 
-// ohMeasureCPU drives ohProcClients closed-loop streams of tokens
-// tokens (worker w on tenant t<w>, its own bucket) through c for dur,
-// and reads c's CPU time before the first request and after the last one
-// ended.
-func ohMeasureCPU(ctx context.Context, c *child, dur time.Duration, tokens int) ohProcRound {
+// ohMeasureCPU drives ohProcClients closed-loop requests of kind k
+// (worker w on tenant t<w>, its own bucket) through c for dur, and reads
+// c's CPU time before the first request and after the last one ended.
+func ohMeasureCPU(ctx context.Context, c *child, dur time.Duration, k ohProcKind) ohProcRound {
 	client := newClient(ohProcClients)
-	body := chatBody(simModel, tokens, true)
-	r := ohProcRound{path: c.name, tokens: tokens}
+	body := chatBody(simModel, k.tokens, k.stream)
+	r := ohProcRound{path: c.name, kind: k}
 	var mu sync.Mutex
 	ctx, cancel := context.WithTimeout(ctx, dur)
 	defer cancel()
@@ -113,7 +138,7 @@ func ohMeasureCPU(ctx context.Context, c *child, dur time.Duration, tokens int) 
 			for n := 0; ctx.Err() == nil && n < 100_000; n++ {
 				tr := ohStream(ctx, client, c.url, key, body)
 				mu.Lock()
-				r.add(tr, tokens)
+				r.add(tr)
 				mu.Unlock()
 			}
 		}()
@@ -137,7 +162,7 @@ func ohMeasureOpen(ctx context.Context, c *child, dur time.Duration) ohProcRound
 	for i := range events {
 		events[i] = event{At: time.Duration(float64(i) / ohOpenRate * float64(time.Second)), Tenant: i % ohOpenTenants}
 	}
-	r := ohProcRound{path: c.name, tokens: ohOpenTokens}
+	r := ohProcRound{path: c.name, kind: ohProcKind{ohOpenTokens, true}}
 	var mu sync.Mutex
 	before, _ := c.cpu()
 	ctx, cancel := context.WithTimeout(ctx, dur+30*time.Second)
@@ -145,7 +170,7 @@ func ohMeasureOpen(ctx context.Context, c *child, dur time.Duration) ohProcRound
 	replay(ctx, events, func(ctx context.Context, ev event) {
 		tr := ohStream(ctx, client, c.url, fmt.Sprintf("sk-t%d", ev.Tenant), body)
 		mu.Lock()
-		r.add(tr, ohOpenTokens)
+		r.add(tr)
 		mu.Unlock()
 	})
 	after, _ := c.cpu()
@@ -155,16 +180,23 @@ func ohMeasureOpen(ctx context.Context, c *child, dur time.Duration) ohProcRound
 
 var ohSeq atomic.Int64
 
-// ohStream is one streamed request, bounded to 30 s.
+// ohStream is one request, bounded to 30 s: a stream's chunks are
+// timestamped, a JSON answer is read whole (see readChunks).
 func ohStream(ctx context.Context, c *http.Client, url, key string, body []byte) streamTrace {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	return doStream(rctx, c, chatURL(url), key, fmt.Sprintf("proc-%d", ohSeq.Add(1)), body)
 }
 
-// add counts one request into r.
-func (r *ohProcRound) add(tr streamTrace, tokens int) {
-	if tr.Err != nil || tr.Status != http.StatusOK || len(tr.Chunks) != tokens {
+// add counts one request into r: a stream is whole with all its content
+// chunks, a JSON answer with its body's completion tokens all there.
+func (r *ohProcRound) add(tr streamTrace) {
+	whole := len(tr.Chunks) == r.kind.tokens
+	if !r.kind.stream {
+		whole = tr.Completion == r.kind.tokens
+		tr.TTFT = tr.End.Sub(tr.Start)
+	}
+	if tr.Err != nil || tr.Status != http.StatusOK || !whole {
 		r.errs++
 		return
 	}
@@ -185,9 +217,9 @@ func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP,
 		if ctx.Err() != nil {
 			break
 		}
-		for _, tokens := range ohProcTokens {
-			cpuB = append(cpuB, ohMeasureCPU(ctx, p.bare, cpuDur, tokens))
-			cpuP = append(cpuP, ohMeasureCPU(ctx, p.pg, cpuDur, tokens))
+		for _, k := range ohProcKinds {
+			cpuB = append(cpuB, ohMeasureCPU(ctx, p.bare, cpuDur, k))
+			cpuP = append(cpuP, ohMeasureCPU(ctx, p.pg, cpuDur, k))
 		}
 	}
 	openRounds, openDur := e.pick(3, 4), time.Duration(e.pick(3, 10))*time.Second

@@ -84,30 +84,29 @@ func pooledCDF(title, xlabel string, bare, pg []ohRound, f func(ohRound) []float
 	return c
 }
 
-// ohProcReport adds the process rounds: CPU per streamed request and the
-// added TTFT at 1,000 req/s.
+// ohProcReport adds the process rounds: CPU per request of each kind
+// and the added TTFT at 1,000 req/s.
 func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 	var open50, open99 []float64
-	for _, tokens := range ohProcTokens {
-		var cpuRatios, cpuBare, cpuPg []float64
-		for i := range min(len(cpuB), len(cpuP)) {
-			if cpuB[i].tokens != tokens {
-				continue
-			}
-			cpuRatios = append(cpuRatios, ratio(cpuP[i].cpuPerReq(), cpuB[i].cpuPerReq()))
-			cpuBare = append(cpuBare, cpuB[i].cpuPerReq())
-			cpuPg = append(cpuPg, cpuP[i].cpuPerReq())
-		}
-		if len(cpuRatios) == 0 {
+	jsonCPU := "not measured"
+	for _, k := range ohProcKinds {
+		r, p, b, ok := ohCPUMedians(cpuB, cpuP, k)
+		if !ok {
 			continue
 		}
-		r, b, p := Median(cpuRatios), Median(cpuBare), Median(cpuPg)
-		sfx := fmt.Sprintf("_%dtok", tokens)
+		sfx := fmt.Sprintf("_%dtok", k.tokens)
+		if !k.stream {
+			sfx += "_json"
+		}
 		res.metric("cpu_per_request_ratio"+sfx, r)
 		res.metric("cpu_per_request_us"+sfx, p)
 		res.metric("cpu_per_request_bare_us"+sfx, b)
-		res.bar(fmt.Sprintf("CPU per streamed request vs bare proxy, %d tokens", tokens), "≤ 1.15×",
-			fmt.Sprintf("%s× (%s vs %s µs)", f3(r), f1(p), f1(b)), r <= 1.15)
+		measured := fmt.Sprintf("%s× (%s vs %s µs)", f3(r), f1(p), f1(b))
+		if !k.stream { // the issue's bars are a stream's; this one is reported
+			jsonCPU = measured
+			continue
+		}
+		res.bar(fmt.Sprintf("CPU per streamed request vs bare proxy, %d tokens", k.tokens), "≤ 1.15×", measured, r <= 1.15)
 	}
 	for i := range min(len(openB), len(openP)) {
 		open50 = append(open50, Quantile(openP[i].ttft, 0.5)-Quantile(openB[i].ttft, 0.5))
@@ -121,25 +120,45 @@ func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 	}
 	t := Table{Title: "Processes: CPU rounds and 1,000 req/s rounds (interleaved)", Header: []string{"round", "kind", "path",
 		"ok / errors", "CPU (ms)", "CPU per request (µs)", "TTFT p50 (ms)", "TTFT p99 (ms)"}}
-	// per is how many rounds make one round of the kind (one per stream
-	// length for the CPU rounds).
+	// per is how many rounds make one round of the kind (one per kind for
+	// the CPU rounds).
 	rows := func(kind string, per int, b, p []ohProcRound) {
 		for i := range min(len(b), len(p)) {
 			for _, r := range []ohProcRound{b[i], p[i]} {
-				t.Rows = append(t.Rows, []string{fmt.Sprint(i/per + 1), fmt.Sprintf("%s, %d tok", kind, r.tokens), r.path, fmt.Sprintf("%d / %d", r.ok, r.errs),
+				t.Rows = append(t.Rows, []string{fmt.Sprint(i/per + 1), fmt.Sprintf("%s, %s", kind, r.kind), r.path, fmt.Sprintf("%d / %d", r.ok, r.errs),
 					f1(ms(r.cpu)), f1(r.cpuPerReq()), f3(Quantile(r.ttft, 0.5)), f3(Quantile(r.ttft, 0.99))})
 			}
 		}
 	}
-	rows("closed", len(ohProcTokens), cpuB, cpuP)
+	rows("closed", len(ohProcKinds), cpuB, cpuP)
 	rows(fmt.Sprintf("%.0f/s open", float64(ohOpenRate)), 1, openB, openP)
 	res.Tables = append(res.Tables, t)
 	res.note("CPU per streamed request = utime+stime of the process (/proc/<pid>/stat, all threads, 10 ms ticks) from just "+
 		"before a round's first request to just after its last one ended, divided by the requests completed in the round; "+
 		"pacegate runs as its own process (`go build -o` of the module, `pacegate --config`, JSON access log to a pipe the "+
 		"harness drains; pool max_concurrency 1024, out of reach like the pacing rate) and the bare proxy as a re-executed bench binary; the sim stays in the harness. CPU rounds: %d "+
-		"closed-loop clients, %v-token streams (interleaved), client w on tenant t<w> (its own bucket, pacing rate %d/s, never binding). "+
+		"closed-loop clients, rounds of %s (interleaved; JSON: not streamed, its TTFT columns are the whole answer's), client w on tenant t<w> (its own bucket, pacing rate %d/s, never binding). "+
 		"Open-loop rounds: %s req/s on a fixed grid, request i on tenant t<i mod %d> (5 req/s per bucket), %d-token streams. "+
-		"Added TTFT p50 at 1,000 req/s (median over rounds): %s ms.", ohProcClients, ohProcTokens, ohProcRate,
-		fmt.Sprintf("%.0f", float64(ohOpenRate)), ohOpenTenants, ohOpenTokens, f3(Median(open50)))
+		"Added TTFT p50 at 1,000 req/s (median over rounds): %s ms. CPU per non-streamed request (8 tokens, one JSON body; "+
+		"no bar: the issue's are a stream's): %s.", ohProcClients, ohKindsList(), ohProcRate,
+		fmt.Sprintf("%.0f", float64(ohOpenRate)), ohOpenTenants, ohOpenTokens, f3(Median(open50)), jsonCPU)
+}
+
+// ohCPUMedians is the median over rounds of kind k of pacegate's CPU per
+// request against the bare proxy's in the same round, with pacegate's
+// and the proxy's medians; false without such a round.
+func ohCPUMedians(cpuB, cpuP []ohProcRound, k ohProcKind) (ratioMed, pg, bare float64, ok bool) {
+	var ratios, bs, ps []float64
+	for i := range min(len(cpuB), len(cpuP)) {
+		if cpuB[i].kind != k {
+			continue
+		}
+		ratios = append(ratios, ratio(cpuP[i].cpuPerReq(), cpuB[i].cpuPerReq()))
+		bs = append(bs, cpuB[i].cpuPerReq())
+		ps = append(ps, cpuP[i].cpuPerReq())
+	}
+	if len(ratios) == 0 {
+		return 0, 0, 0, false
+	}
+	return Median(ratios), Median(ps), Median(bs), true
 }
