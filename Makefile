@@ -91,7 +91,7 @@ fuzz:
 	  done; \
 	done
 
-# Benchmarks (bench/README.md). `make bench` is the quick mode (< 5 min on
+# Benchmarks (bench/README.md). `make bench` is the quick mode (about 10 min on
 # 2 cores); it rewrites bench/results/quick.json, the SVG plots beside it
 # and BENCHMARKS.md. nginx (apt-get install nginx-light) adds the nginx
 # limit_req column to the throttling scenario; PACEGATE_ROCKETMQ_ENDPOINT

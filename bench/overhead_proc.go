@@ -218,6 +218,9 @@ func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP,
 			break
 		}
 		for _, k := range ohProcKinds {
+			if ctx.Err() != nil { // the scenario's budget ran out: no empty rounds
+				break
+			}
 			cpuB = append(cpuB, ohMeasureCPU(ctx, p.bare, cpuDur, k))
 			cpuP = append(cpuP, ohMeasureCPU(ctx, p.pg, cpuDur, k))
 		}

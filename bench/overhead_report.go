@@ -150,7 +150,7 @@ func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 func ohCPUMedians(cpuB, cpuP []ohProcRound, k ohProcKind) (ratioMed, pg, bare float64, ok bool) {
 	var ratios, bs, ps []float64
 	for i := range min(len(cpuB), len(cpuP)) {
-		if cpuB[i].kind != k {
+		if cpuB[i].kind != k || cpuB[i].ok == 0 || cpuP[i].ok == 0 {
 			continue
 		}
 		ratios = append(ratios, ratio(cpuP[i].cpuPerReq(), cpuB[i].cpuPerReq()))
