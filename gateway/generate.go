@@ -31,6 +31,8 @@ type exchange struct {
 	status    int           // a JSON answer's status (non-streamed requests)
 	header    http.Header   // a JSON answer's headers
 	wroteBody bool          // that answer was sent
+
+	sink responseSink // its response's writing state (openSink), in the same allocation
 }
 
 // serve serves one route of the table. It reads straight: authenticate,
@@ -52,12 +54,11 @@ func (s *Server) serve(rt *route) http.HandlerFunc {
 		stopCut := context.AfterFunc(s.cut, cancel) // the cut ends the request's context
 		defer stopCut()
 		x.ctx = ctx
-		gw, release := guardWrites(w, s.cfg.WriteStallTimeout)
-		defer release()
-		sink := s.newResponseSink(gw, x)
+		sink := s.openSink(w, x)
+		defer sink.closeGuard()
 		if rt.kind == kindQueued {
 			if e := s.submit(x, sink); e != nil {
-				s.refuse(gw, rt, x, e)
+				s.refuse(sink.w, rt, x, e)
 				return
 			}
 			defer s.cfg.Queue.Finish(x.pending)

@@ -14,27 +14,24 @@ import (
 // connection's deadline is a runtime timer update, twice per chunk. A
 // blocked write thus fails between d−slack and d after it began. release
 // clears the deadline for the connection's next request. A zero d
-// disables it (guardWrites returns w itself).
+// disables it (openSink then writes to the client's writer itself).
 //
-// It is not safe for concurrent use: the handler's goroutine alone
-// writes the response. Unwrap and
-// FlushError keep http.ResponseController working through it.
+// It is not safe for concurrent use: whoever writes the response (the
+// handler, or the upstream call through the response's sink) holds the
+// sink's lock. Unwrap and FlushError keep http.ResponseController working
+// through it.
 type stallWriter struct {
 	http.ResponseWriter
-	rc      *http.ResponseController
+	rc      http.ResponseController
 	d       time.Duration
 	slack   time.Duration // how stale the deadline may get before it moves
 	armedAt time.Time     // when the deadline was last moved; zero: never
 }
 
-// guardWrites wraps w with a stallWriter of d; call release when the
-// response is over.
-func guardWrites(w http.ResponseWriter, d time.Duration) (_ http.ResponseWriter, release func()) {
-	if d <= 0 {
-		return w, func() {}
-	}
-	sw := &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d, slack: min(d/32, 100*time.Millisecond)}
-	return sw, sw.release
+// init makes the zero w a guard of rw for d > 0, in place: the gateway
+// keeps it in the response's sink.
+func (w *stallWriter) init(rw http.ResponseWriter, d time.Duration) {
+	*w = stallWriter{ResponseWriter: rw, rc: *http.NewResponseController(rw), d: d, slack: min(d/32, 100*time.Millisecond)}
 }
 
 func (w *stallWriter) Write(p []byte) (int, error) {
@@ -51,12 +48,14 @@ func (w *stallWriter) FlushError() error {
 func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // arm moves the deadline when it is staler than the slack; a writer
-// without deadlines (ErrNotSupported) is left unbounded.
+// without deadlines (ErrNotSupported) is left unbounded. Whether to move
+// it is read from the monotonic clock alone: one clock read per write,
+// where time.Now takes two, and a chunk is a write and a flush.
 func (w *stallWriter) arm() {
-	now := time.Now()
-	if !w.armedAt.IsZero() && now.Sub(w.armedAt) < w.slack {
+	if !w.armedAt.IsZero() && time.Since(w.armedAt) < w.slack {
 		return
 	}
+	now := time.Now()
 	if w.rc.SetWriteDeadline(now.Add(w.d)) == nil {
 		w.armedAt = now
 	}

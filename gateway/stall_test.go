@@ -56,12 +56,25 @@ func TestGuardWritesSetsDeadlinePerWrite(t *testing.T) {
 	})
 }
 
-func TestGuardWritesZeroIsOff(t *testing.T) {
-	rec := httptest.NewRecorder()
-	w, release := guardWrites(rec, 0)
-	release()
-	if w != http.ResponseWriter(rec) {
-		t.Fatal("a zero timeout wrapped the writer")
+// The sink writes a stream through the stall guard when
+// WriteStallTimeout is set, and to the client's writer itself when it is
+// zero; closeGuard then leaves the connection's deadline alone.
+func TestOpenSinkGuardsWritesOnlyWithATimeout(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Minute} {
+		rec := httptest.NewRecorder()
+		s := &Server{cfg: Config{WriteStallTimeout: d}}
+		k := s.openSink(rec, &exchange{req: &apiRequest{Stream: true}})
+		guarded := k.w != http.ResponseWriter(rec)
+		if guarded != (d > 0) || (guarded && k.w != http.ResponseWriter(&k.guard)) {
+			t.Fatalf("WriteStallTimeout %s: the sink writes to %T", d, k.w)
+		}
+		if err := k.sw.Data([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		k.closeGuard()
+		if got := rec.Body.String(); got != "data: x\n\n" {
+			t.Fatalf("WriteStallTimeout %s: body %q", d, got)
+		}
 	}
 }
 
@@ -88,4 +101,15 @@ func TestGuardWritesSlack(t *testing.T) {
 			}
 		}
 	})
+}
+
+// guardWrites wraps w with a stallWriter of d, as openSink does; call
+// release when the response is over.
+func guardWrites(w http.ResponseWriter, d time.Duration) (_ http.ResponseWriter, release func()) {
+	if d <= 0 {
+		return w, func() {}
+	}
+	sw := new(stallWriter)
+	sw.init(w, d)
+	return sw, sw.release
 }

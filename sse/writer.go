@@ -15,7 +15,8 @@ import (
 var ErrWritingDownstream = errors.New("sse: writing downstream")
 
 // Writer frames events onto an http.ResponseWriter and flushes each one.
-// The zero value is not usable; call [NewWriter] or [NewSerialWriter].
+// The zero value is not usable; call [NewWriter] or [NewSerialWriter],
+// or [Writer.InitSerial] on one held by value.
 // A Writer from NewWriter is safe for concurrent use: a heartbeat may
 // race a chunk, and one mutex keeps their frames whole. One from
 // NewSerialWriter takes no lock and is for a single writing goroutine
@@ -25,23 +26,46 @@ type Writer struct {
 	mu     sync.Mutex // guards the fields below when shared
 	shared bool       // set by NewWriter: lock mu
 	w      http.ResponseWriter
-	rc     *http.ResponseController
+	rc     http.ResponseController
 	header bool
 	err    error
-	buf    []byte // frame scratch, reused so Data does not allocate
+	buf    []byte // frame scratch, reused so Data does not allocate; starts as room
+	// room holds a token chunk's frame: with rc, it keeps what an event
+	// touches in the Writer's own memory, which on a busy gateway is cold
+	// in the cache by the stream's next event.
+	room [frameRoom]byte
 }
+
+// frameRoom fits the frame of a chat token chunk (vLLM's are 200-300
+// bytes); a longer frame grows buf on the heap once.
+const frameRoom = 512
 
 // NewWriter returns a Writer on w. Flushes go through
 // http.NewResponseController, so wrappers of w must have an
 // Unwrap() http.ResponseWriter method for them to reach the connection.
 func NewWriter(w http.ResponseWriter) *Writer {
-	return &Writer{shared: true, w: w, rc: http.NewResponseController(w)}
+	sw := new(Writer)
+	sw.init(w, true)
+	return sw
 }
 
 // NewSerialWriter is NewWriter for a Writer that one goroutine uses: its
 // methods take no lock.
 func NewSerialWriter(w http.ResponseWriter) *Writer {
-	return &Writer{w: w, rc: http.NewResponseController(w)}
+	sw := new(Writer)
+	sw.init(w, false)
+	return sw
+}
+
+// InitSerial makes sw, a zero Writer held by value, what NewSerialWriter
+// returns: a caller keeps it in the struct that holds the rest of a
+// response's state, one allocation instead of two. sw must not be copied
+// after.
+func (sw *Writer) InitSerial(w http.ResponseWriter) { sw.init(w, false) }
+
+func (sw *Writer) init(w http.ResponseWriter, shared bool) {
+	sw.shared, sw.w, sw.rc = shared, w, *http.NewResponseController(w)
+	sw.buf = sw.room[:0]
 }
 
 func (sw *Writer) lock() {

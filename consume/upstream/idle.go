@@ -13,15 +13,16 @@ import (
 // timeout disables it.
 //
 // arm and disarm are called by the relay's goroutine around every read,
-// so they only store a time: one timer, which moves itself when it fires
-// early, ends a wait exactly d after it began. The timer's callback sets
-// fired and calls stop, which is safe concurrently.
+// so they only store a time, read from the monotonic clock alone (one
+// clock read per chunk, where time.Now takes two): one timer, which moves
+// itself when it fires early, ends a wait exactly d after it began. The
+// timer's callback sets fired and calls stop, which is safe concurrently.
 type idleTimer struct {
 	d     time.Duration
 	stop  context.CancelFunc
 	fired atomic.Bool
-	// since is when the current wait began (unix nanos); 0 while the
-	// relay is not waiting.
+	// since is when the current wait began (an idleClock reading); 0
+	// while the relay is not waiting.
 	since atomic.Int64
 
 	mu     sync.Mutex // guards t and closed, for the callback and close
@@ -42,7 +43,7 @@ func newIdleTimer(d time.Duration, stop context.CancelFunc) *idleTimer {
 // arm starts a wait.
 func (it *idleTimer) arm() {
 	if it.d > 0 {
-		it.since.Store(time.Now().UnixNano())
+		it.since.Store(idleClock())
 	}
 }
 
@@ -61,12 +62,26 @@ func (it *idleTimer) expire() {
 		it.t.Reset(it.d)
 		return
 	}
-	if left := time.Duration(since + int64(it.d) - time.Now().UnixNano()); left > 0 {
+	if left := time.Duration(since + int64(it.d) - idleClock()); left > 0 {
 		it.t.Reset(left)
 		return
 	}
 	it.fired.Store(true)
 	it.stop()
+}
+
+// idleEpoch is the origin of idleClock.
+var idleEpoch = time.Now()
+
+// idleClock is now, in ns since idleEpoch on the monotonic clock, and
+// never 0 (which says no wait is under way). Only differences of its
+// readings mean anything: in a synctest bubble it counts from the
+// bubble's clock and is negative.
+func idleClock() int64 {
+	if t := int64(time.Since(idleEpoch)); t != 0 {
+		return t
+	}
+	return 1
 }
 
 // disarm ends a wait and reports whether the timer ran out.

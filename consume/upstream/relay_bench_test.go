@@ -94,6 +94,24 @@ func relayStreamOnce(tb testing.TB, p *Pool, n int) {
 	}
 }
 
+// relayInlineOnce is relayStreamOnce as a queued stream runs it: the
+// relay calls the writer of the response (the gateway's sink) on its own
+// goroutine, with no hand-off per chunk.
+func relayInlineOnce(tb testing.TB, p *Pool, n int) {
+	sw := sse.NewSerialWriter(&discardWriter{h: http.Header{}})
+	var tally consume.Tally
+	err := p.Forward(context.Background(), chatReq("bench", true, ""), func(ev consume.Event) error {
+		if ev.Kind != consume.EventChunk {
+			return nil
+		}
+		tally.Observe(&ev)
+		return sw.Data(ev.Data)
+	})
+	if err != nil || tally.Streamed != int64(n) || !tally.Final {
+		tb.Fatalf("err %v, tally %+v after %d chunks", err, tally, n)
+	}
+}
+
 func relayPool(tb testing.TB, n int) *Pool {
 	p, err := NewPool(Config{Transport: streamTransport{n: n}, Upstreams: []UpstreamConfig{{URL: "http://vllm:8000", Models: []string{"m"}, IdleTimeout: time.Minute}}})
 	if err != nil {
@@ -111,6 +129,16 @@ func BenchmarkRelayChunk(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchChunk)))
 	relayStreamOnce(b, p, b.N)
+}
+
+// BenchmarkRelayChunkInline is BenchmarkRelayChunk on a queued stream's
+// path, where the relay writes each chunk itself (see consume.Sink).
+func BenchmarkRelayChunkInline(b *testing.B) {
+	p := relayPool(b, b.N)
+	defer p.Close()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchChunk)))
+	relayInlineOnce(b, p, b.N)
 }
 
 // BenchmarkBareProxyChunk is one chunk (op = chunk) of a stream of b.N
