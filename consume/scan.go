@@ -1,6 +1,9 @@
 package consume
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Scan is the relay's one pass over a streamed event's data: it checks
 // that data is one JSON value (exactly what encoding/json.Valid accepts)
@@ -31,6 +34,13 @@ type jsonScanner struct {
 	b     []byte
 	i     int
 	usage bool
+	// members counts the top-level members that may be "usage" (null
+	// ones too); member is the value of the last one (nil when it is
+	// null), and escaped says one such key had an escape, which only
+	// encoding/json can match exactly.
+	members int
+	member  []byte
+	escaped bool
 }
 
 // scanJSON reports whether b is one JSON value (RFC 8259; like
@@ -38,12 +48,55 @@ type jsonScanner struct {
 // a non-null top-level "usage" member.
 func scanJSON(b []byte) (valid, usage bool) {
 	s := jsonScanner{b: b}
+	return s.whole(), s.usage
+}
+
+// whole scans s.b and reports whether it is one JSON value.
+func (s *jsonScanner) whole() bool {
 	s.space()
 	if !s.value(0) {
-		return false, false
+		return false
 	}
 	s.space()
-	return s.i == len(s.b), s.usage
+	return s.i == len(s.b)
+}
+
+// ScanBody is Scan for a non-streamed body (what [Tally.Read] reads of
+// an EventBody): one pass checks that data is one JSON value and finds
+// its top-level usage member, and only that member is decoded, where
+// Body decodes the whole body (a long answer's every byte) a second
+// time.
+func (t *Tally) ScanBody(data []byte) (r Reading, valid bool) {
+	s := jsonScanner{b: data}
+	if !s.whole() {
+		return Reading{}, false
+	}
+	r = Reading{Read: true, Reported: t.bodyUsage(data, &s)}
+	if r.Reported {
+		r.Usage, r.Final = t.Usage, t.Final
+	}
+	return r, true
+}
+
+// bodyUsage is Body from what s found in data: it decodes the usage
+// member alone when there is exactly one, and leaves a doubtful body
+// (several candidates, which encoding/json merges, or an escaped key)
+// to Body.
+func (t *Tally) bodyUsage(data []byte, s *jsonScanner) bool {
+	switch {
+	case s.members == 0 || !bytes.Contains(data, usageKey):
+		return false
+	case s.members > 1 || s.escaped:
+		return t.Body(data)
+	case s.member == nil: // "usage": null
+		return false
+	}
+	var u wireUsage
+	if json.Unmarshal(s.member, &u) != nil {
+		return false
+	}
+	t.Usage, t.Known, t.Final = u.normal(), true, true
+	return true
 }
 
 func (s *jsonScanner) space() {
@@ -107,17 +160,35 @@ func (s *jsonScanner) object(depth int) bool {
 		s.space()
 		// A key with an escape is taken for usage too: encoding/json
 		// would unescape it, and Read then decides exactly.
-		named := bytes.EqualFold(key, usageName) || bytes.IndexByte(key, '\\') >= 0
-		if depth == 1 && named && !bytes.HasPrefix(s.b[s.i:], nullLiteral) {
-			s.usage = true
-		}
-		if !s.value(depth) {
+		escaped := bytes.IndexByte(key, '\\') >= 0
+		if depth == 1 && (escaped || bytes.EqualFold(key, usageName)) {
+			if !s.usageMember(depth, escaped) {
+				return false
+			}
+		} else if !s.value(depth) {
 			return false
 		}
 		if more, ok := s.next('}'); !more {
 			return ok
 		}
 	}
+}
+
+// usageMember reads the value of a top-level member that may be
+// "usage" and records it.
+func (s *jsonScanner) usageMember(depth int, escaped bool) bool {
+	s.members++
+	s.escaped = s.escaped || escaped
+	null := bytes.HasPrefix(s.b[s.i:], nullLiteral)
+	s.usage = s.usage || !null
+	start := s.i
+	if !s.value(depth) {
+		return false
+	}
+	if s.member = nil; !null {
+		s.member = s.b[start:s.i]
+	}
+	return true
 }
 
 var (

@@ -2,6 +2,8 @@ package consume
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -84,5 +86,74 @@ func BenchmarkValidPlusUsage(b *testing.B) {
 		gw, meter := Tally{}, Tally{}
 		gw.Chunk("", tokenChunk)
 		meter.Chunk("", tokenChunk)
+	}
+}
+
+// FuzzScanBody holds ScanBody to the two passes it replaces: json.Valid,
+// then Read of an EventBody (Body, which decodes the whole body).
+func FuzzScanBody(f *testing.F) {
+	f.Add([]byte(`{"id":"c","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`))
+	f.Add([]byte(`{"usage":{"input_tokens":4,"output_tokens":1,"cache_read_input_tokens":2},"type":"message"}`))
+	f.Add([]byte(`{"usage":{"prompt_tokens":3},"Usage":{"completion_tokens":2}}`))
+	f.Add([]byte(`{"usage":{"prompt_tokens":3},"usage":null}`))
+	f.Add([]byte(`{"us\u0061ge":{"total_tokens":7}}`))
+	f.Add([]byte(`{"usage":{"prompt_tokens":"3"}}`))
+	f.Add([]byte(`[{"usage":{"prompt_tokens":3}}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var scanned, read Tally
+		r, valid := scanned.ScanBody(b)
+		if valid != json.Valid(b) {
+			t.Fatalf("ScanBody(%q) valid = %v, json.Valid says %v", b, valid, !valid)
+		}
+		if !valid {
+			return
+		}
+		if want := read.Read(EventBody, "", b); r != want || scanned != read {
+			t.Fatalf("ScanBody(%q) = %+v, tally %+v; Read says %+v, tally %+v", b, r, scanned, want, read)
+		}
+	})
+}
+
+// answerBody is a non-streamed chat completion of n words of generated
+// text, as vLLM writes it.
+func answerBody(n int) []byte {
+	text := strings.Repeat("token ", n)
+	return []byte(`{"id":"chatcmpl-r1","object":"chat.completion","created":946684800,"model":"sim-model","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"` + text + `","tool_calls":[]},"logprobs":null,"finish_reason":"length"}],` +
+		`"usage":{"prompt_tokens":12,"total_tokens":` + strconv.Itoa(12+n) + `,"completion_tokens":` + strconv.Itoa(n) + `,"prompt_tokens_details":null}}`)
+}
+
+// BenchmarkScanBody is the relay's one pass over a non-streamed answer
+// (8 and 1,000 generated words): JSON check and usage, the usage member
+// decoded alone. BenchmarkValidPlusBody is the two passes it replaces.
+func BenchmarkScanBody(b *testing.B) {
+	for _, n := range []int{8, 1000} {
+		body := answerBody(n)
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				t := Tally{}
+				if r, ok := t.ScanBody(body); !ok || r.Usage.CompletionTokens != int64(n) {
+					b.Fatalf("valid %v, reading %+v", ok, r)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkValidPlusBody(b *testing.B) {
+	for _, n := range []int{8, 1000} {
+		body := answerBody(n)
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				t := Tally{}
+				if !json.Valid(body) || t.Read(EventBody, "", body).Usage.CompletionTokens != int64(n) {
+					b.Fatal("not read")
+				}
+			}
+		})
 	}
 }

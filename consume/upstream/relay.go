@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -126,14 +125,19 @@ func (s *slot) relayBody(ctx context.Context, body io.Reader, contentType string
 	if int64(len(data)) > limit {
 		return fmt.Errorf("%w: %s: %d bytes", ErrBodyTooLarge, s.u.url, limit)
 	}
-	if declaresJSON(contentType) && !json.Valid(data) {
+	tally := consume.Tally{Shape: shape}
+	if !declaresJSON(contentType) {
+		return emit(consume.Event{Kind: consume.EventBody, Data: data, Reading: tally.Read(consume.EventBody, "", data)})
+	}
+	// One pass: validate the JSON and find the usage, decoded alone.
+	reading, valid := tally.ScanBody(data)
+	if !valid {
 		if ctx.Err() != nil {
 			return fmt.Errorf("upstream %s: %w", s.u.url, ctx.Err())
 		}
 		return fmt.Errorf("%w: %s: Content-Type %q", ErrBodyNotJSON, s.u.url, contentType)
 	}
-	tally := consume.Tally{Shape: shape}
-	return emit(consume.Event{Kind: consume.EventBody, Data: data, Reading: tally.Read(consume.EventBody, "", data)})
+	return emit(consume.Event{Kind: consume.EventBody, Data: data, Reading: reading})
 }
 
 // declaresJSON reports whether a body of type ct must be JSON: an
