@@ -105,3 +105,26 @@ func TestBodyTooLargeNamesTheLimit(t *testing.T) {
 		t.Fatalf("err %v\nwant %s", err, want)
 	}
 }
+
+// readWhole reads the whole body whether its length is said, unsaid or
+// wrong, and one byte past the limit of a body that is too long.
+func TestReadWhole(t *testing.T) {
+	body := strings.Repeat("0123456789", 100)
+	for _, c := range []struct {
+		name          string
+		length, limit int64
+		want          string
+	}{
+		{"length said", 1000, 4096, body},
+		{"length unsaid", -1, 4096, body},
+		{"length said short", 10, 4096, body},
+		{"length said long", 5000, 4096, body},
+		{"over the limit", 1000, 100, body[:101]},
+		{"over the limit, unsaid", -1, 100, body[:101]},
+	} {
+		got, err := readWhole(strings.NewReader(body), c.length, c.limit)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s: %d bytes, %v; want %d", c.name, len(got), err, len(c.want))
+		}
+	}
+}
