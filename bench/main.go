@@ -48,7 +48,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.Bool("quick", true, "quick mode (< 5 min on 2 cores); the default")
+	fs.Bool("quick", true, "quick mode (about 10 min on 2 cores); the default")
 	fs.BoolVar(&o.full, "full", false, "full mode: longer runs, more buckets")
 	fs.StringVar(&o.only, "only", "", "comma-separated scenario ids to run: "+strings.Join(scenarioIDs(), ","))
 	fs.StringVar(&o.out, "out", "bench/results", "directory for <mode>.json and the SVG plots")

@@ -34,7 +34,7 @@ func writeHeader(b *bytes.Buffer, r *Results, jsonPath string) {
 	b.WriteString("read ratios and medians, not absolute numbers. Everything binds 127.0.0.1; the load generator, the gateway, the baselines ")
 	b.WriteString("and the simulated vLLM (`consume/upstream/vllmsim`) share the machine's cores, so CPU-bound figures include the ")
 	b.WriteString("load generator's own cost.\n\n")
-	b.WriteString("Run: `make bench` (quick, < 5 min on 2 cores) or `make bench-full`; one scenario: `go run ./bench -quick -only pacing`. ")
+	b.WriteString("Run: `make bench` (quick, about 10 min on 2 cores) or `make bench-full`; one scenario: `go run ./bench -quick -only pacing`. ")
 	b.WriteString("See [bench/README.md](bench/README.md).\n\n")
 	fmt.Fprintf(b, "## This run\n\n| | |\n|---|---|\n")
 	m := r.Machine
