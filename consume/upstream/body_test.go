@@ -119,6 +119,7 @@ func TestReadWhole(t *testing.T) {
 		{"length unsaid", -1, 4096, body},
 		{"length said short", 10, 4096, body},
 		{"length said long", 5000, 4096, body},
+		{"length said past the preallocation", maxPrealloc + 1, maxPrealloc * 2, body},
 		{"over the limit", 1000, 100, body[:101]},
 		{"over the limit, unsaid", -1, 100, body[:101]},
 	} {

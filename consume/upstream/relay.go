@@ -111,6 +111,7 @@ func drain(body io.Reader, stop context.CancelFunc) {
 const (
 	drainTimeout  = 500 * time.Millisecond
 	maxDrainBytes = 64 << 10
+	maxPrealloc   = 1 << 20 // a 1,000-token answer is 7 kB; a batch of embeddings can be MBs
 )
 
 // relayBody emits the whole body, bounded by MaxBodyBytes. A body that
@@ -144,11 +145,12 @@ func (s *slot) relayBody(ctx context.Context, resp *http.Response, shape consume
 // readWhole reads body to its end, or to limit+1 bytes, which says it is
 // too long. When the upstream said the body's length (vLLM does) the
 // bytes land in one allocation, not in the log2(length/512) that
-// io.ReadAll grows and copies through.
+// io.ReadAll grows and copies through; up to maxPrealloc only, so that a
+// length said and not sent costs no more than that.
 func readWhole(body io.Reader, length, limit int64) ([]byte, error) {
 	var b bytes.Buffer
 	if length >= 0 && length <= limit {
-		b.Grow(int(length) + bytes.MinRead) // MinRead: room to read the EOF
+		b.Grow(int(min(length, maxPrealloc)) + bytes.MinRead) // MinRead: room to read the EOF
 	}
 	_, err := b.ReadFrom(io.LimitReader(body, limit+1))
 	return b.Bytes(), err
