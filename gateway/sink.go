@@ -32,7 +32,9 @@ import (
 // writer by value: a stream's every chunk touches all of them, and on a
 // busy gateway, where thousands of streams take turns, each is cold in
 // the cache by the stream's next chunk. One region of memory costs fewer
-// misses than five objects of their own (see bench/findings/overhead.md).
+// misses than the six objects they were (the sink, the guard, the
+// writer, its frame buffer and two ResponseControllers; see
+// bench/findings/overhead.md).
 type responseSink struct {
 	s    *Server
 	x    *exchange
