@@ -124,23 +124,20 @@ func relayPool(tb testing.TB, n int) *Pool {
 // BenchmarkRelayChunk is the cost of one relayed chunk (op = chunk) in a
 // stream of b.N chunks through pacegate's relay path. Compare with
 // BenchmarkBareProxyChunk: allocs/op must be 0 in both.
-func BenchmarkRelayChunk(b *testing.B) {
+func BenchmarkRelayChunk(b *testing.B) { benchRelay(b, relayStreamOnce) }
+
+// benchRelay times one stream of b.N chunks relayed by once.
+func benchRelay(b *testing.B, once func(testing.TB, *Pool, int)) {
 	p := relayPool(b, b.N)
 	defer p.Close()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchChunk)))
-	relayStreamOnce(b, p, b.N)
+	once(b, p, b.N)
 }
 
 // BenchmarkRelayChunkInline is BenchmarkRelayChunk on a queued stream's
 // path, where the relay writes each chunk itself (see consume.Sink).
-func BenchmarkRelayChunkInline(b *testing.B) {
-	p := relayPool(b, b.N)
-	defer p.Close()
-	b.ReportAllocs()
-	b.SetBytes(int64(len(benchChunk)))
-	relayInlineOnce(b, p, b.N)
-}
+func BenchmarkRelayChunkInline(b *testing.B) { benchRelay(b, relayInlineOnce) }
 
 // BenchmarkBareProxyChunk is one chunk (op = chunk) of a stream of b.N
 // chunks through httputil.ReverseProxy, the bare proxy the overhead
