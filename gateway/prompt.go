@@ -45,45 +45,69 @@ func promptChain(parts []promptPart, fields map[string]json.RawMessage, model st
 	return b.Chain()
 }
 
-// message is what routing reads of a message or input item: its role
-// and content, or for a Responses item without them (a tool call or its
-// output) what the model reads of it.
+// message is what routing reads of a message or input item, as the
+// text it renders: its role and content, or for a Responses item without
+// them (a tool call or its output) its type, name, arguments and output.
+// Strings are decoded; content and output are their JSON as it came.
 type message struct {
-	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
-	Type      string          `json:"type"`
-	Name      string          `json:"name"`
-	Arguments string          `json:"arguments"`
-	Output    json.RawMessage `json:"output"`
+	role, content, kind, name, arguments, output []byte
 }
 
 // writeMessages renders a list of messages as role and content each (a
 // tool call as its type, name, arguments and output), and anything but a
 // list of objects (a string input) as it came. It stops at the first
-// item the builder has no room for; the rest is only measured.
+// item the builder has no room for; the rest is only measured. The list
+// is read in one pass of the JSON scanner as it is written; a list the
+// scanner leaves to encoding/json (see scanMessage) is written again
+// from encoding/json's decode.
 func writeMessages(b *prefix.Builder, raw json.RawMessage) {
-	var msgs []message
-	if json.Unmarshal(raw, &msgs) != nil {
+	saved := b.Save()
+	if writeScanned(b, raw) {
+		return
+	}
+	b.Restore(saved)
+	msgs, ok := decodeMessages(raw)
+	if !ok {
 		b.Write(raw)
 		return
 	}
-	start := b.Chain().Bytes
+	w := newMessageWriter(b, raw)
 	for _, m := range msgs {
-		if b.Full() {
-			b.Skip(len(raw) - (b.Chain().Bytes - start))
-			return
-		}
-		if m.Role == "" && m.Content == nil {
-			b.WriteString(m.Type)
-			b.WriteString(":")
-			b.WriteString(m.Name)
-			b.WriteString(m.Arguments)
-			b.Write(m.Output)
-		} else {
-			b.WriteString(m.Role)
-			b.WriteString(":")
-			b.Write(m.Content)
-		}
-		b.WriteString("\n")
+		w.write(m)
 	}
+}
+
+// messageWriter writes a list's messages one by one until the builder
+// is full, then measures the rest of the list.
+type messageWriter struct {
+	b            *prefix.Builder
+	start, total int
+	full         bool
+}
+
+func newMessageWriter(b *prefix.Builder, raw []byte) messageWriter {
+	return messageWriter{b: b, start: b.Chain().Bytes, total: len(raw)}
+}
+
+func (w *messageWriter) write(m message) {
+	b := w.b
+	if w.full {
+		return
+	}
+	if w.full = b.Full(); w.full {
+		b.Skip(w.total - (b.Chain().Bytes - w.start))
+		return
+	}
+	if len(m.role) == 0 && m.content == nil {
+		b.Write(m.kind)
+		b.WriteString(":")
+		b.Write(m.name)
+		b.Write(m.arguments)
+		b.Write(m.output)
+	} else {
+		b.Write(m.role)
+		b.WriteString(":")
+		b.Write(m.content)
+	}
+	b.WriteString("\n")
 }

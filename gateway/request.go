@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pacegate/pacegate/consume/jsonscan"
 )
 
 // apiRequest is what the gateway needs to know about a request. The body
@@ -38,6 +40,9 @@ type apiRequest struct {
 	fields      map[string]json.RawMessage
 }
 
+// maxPrealloc bounds the allocation made ahead of a body's bytes.
+const maxPrealloc = 1 << 20
+
 // maxModelNameBytes bounds the model name, which ends up in queue names,
 // metric labels and logs.
 const maxModelNameBytes = 256
@@ -54,9 +59,17 @@ func readBody(r *http.Request, limit int64) ([]byte, *APIError) {
 	return readLimited(r, limit)
 }
 
-// readLimited reads the body, at most limit bytes.
+// readLimited reads the body, at most limit bytes: into one allocation
+// when the client said its length (every SDK does), not through
+// io.ReadAll's doublings; up to maxPrealloc only, so that a length said
+// and not sent costs no more than that.
 func readLimited(r *http.Request, limit int64) ([]byte, *APIError) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= limit {
+		buf.Grow(int(min(n, maxPrealloc)) + bytes.MinRead) // MinRead: room to read the EOF
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(nil, r.Body, limit))
+	body := buf.Bytes()
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -77,15 +90,15 @@ func readLimited(r *http.Request, limit int64) ([]byte, *APIError) {
 // streamed chat or completion it always asks the upstream for the usage
 // chunk, so that the real tokens can be charged.
 func parseAPIRequest(body []byte, rt *route) (*apiRequest, *APIError) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+	fields, ok := decodeFields(body)
+	if !ok {
 		return nil, errInvalidRequest("We could not parse the JSON body of your request: it must be a JSON object.", "")
 	}
 	req := &apiRequest{Path: rt.upstreamPath(), WantsUsage: !rt.forceUsage}
 	if e := decodeModel(fields, req); e != nil {
 		return nil, e
 	}
-	if e := decodeOptional(fields, "stream", &req.Stream); e != nil {
+	if _, e := decodeOptional(fields, "stream", &req.Stream); e != nil {
 		return nil, e
 	}
 	if e := rt.fields(fields, req); e != nil {
@@ -100,6 +113,20 @@ func parseAPIRequest(body []byte, rt *route) (*apiRequest, *APIError) {
 	}
 	req.Body, req.fields = body, fields
 	return req, nil
+}
+
+// decodeFields reads the top-level members of a JSON object body in one
+// pass, as json.Unmarshal into a map[string]json.RawMessage would (keys
+// decoded, the last of a repeated key winning), except that each value
+// aliases body instead of being copied.
+func decodeFields(body []byte) (map[string]json.RawMessage, bool) {
+	fields := make(map[string]json.RawMessage, 8)
+	it := jsonscan.Members(body)
+	for it.Next() {
+		key, _ := jsonscan.String(it.Key()) // a scanned key always decodes
+		fields[key] = it.Value()
+	}
+	return fields, it.Valid() && it.Found()
 }
 
 // generation is the fields check of chat and completions: the input
@@ -184,10 +211,12 @@ func decodeModel(fields map[string]json.RawMessage, req *apiRequest) *APIError {
 	if !ok || isNull(raw) {
 		return errInvalidRequest("Missing required parameter: 'model'.", "model")
 	}
-	if err := json.Unmarshal(raw, &req.Model); err != nil {
+	model, ok := jsonscan.String(raw)
+	if !ok {
 		return errInvalidRequest("Invalid value for 'model': expected a non-empty string.", "model")
 	}
-	return checkModel(req.Model)
+	req.Model = model
+	return checkModel(model)
 }
 
 // checkModel bounds a model name, which ends up in queue names, metric
@@ -206,18 +235,18 @@ func checkModel(model string) *APIError {
 // chat, max_completion_tokens wins over max_tokens, as in vLLM).
 func decodeLimits(fields map[string]json.RawMessage, req *apiRequest, names ...string) *APIError {
 	for _, name := range names {
-		var n *int64
-		if e := decodeOptional(fields, name, &n); e != nil {
+		var n int64
+		set, e := decodeOptional(fields, name, &n)
+		switch {
+		case e != nil:
 			return e
-		}
-		if n == nil {
+		case !set:
 			continue
-		}
-		if *n < 1 {
+		case n < 1:
 			return errInvalidRequest("Invalid value for '"+name+"': must be at least 1.", name)
 		}
 		if req.MaxTokens == 0 {
-			req.MaxTokens = *n
+			req.MaxTokens = n
 		}
 	}
 	return nil
@@ -228,15 +257,15 @@ func decodeLimits(fields map[string]json.RawMessage, req *apiRequest, names ...s
 func forceUsage(fields map[string]json.RawMessage, req *apiRequest) *APIError {
 	opts := map[string]json.RawMessage{}
 	if raw, ok := fields["stream_options"]; ok && !isNull(raw) {
-		if err := json.Unmarshal(raw, &opts); err != nil || opts == nil {
+		if opts, ok = decodeFields(raw); !ok {
 			return errInvalidRequest("Invalid value for 'stream_options': expected an object.", "stream_options")
 		}
-		var include *bool
-		if e := decodeOptional(opts, "include_usage", &include); e != nil {
+		var include bool
+		if _, e := decodeOptional(opts, "include_usage", &include); e != nil {
 			e.Param = "stream_options.include_usage"
 			return e
 		}
-		req.WantsUsage = include != nil && *include
+		req.WantsUsage = include
 	}
 	opts["include_usage"] = json.RawMessage("true")
 	raw, _ := json.Marshal(opts) // a map of raw messages always encodes
@@ -244,16 +273,41 @@ func forceUsage(fields map[string]json.RawMessage, req *apiRequest) *APIError {
 	return nil
 }
 
-// decodeOptional decodes fields[name] into dst when present and not null.
-func decodeOptional(fields map[string]json.RawMessage, name string, dst any) *APIError {
+// decodeOptional decodes fields[name] into dst when present and not
+// null, and reports whether it was.
+func decodeOptional[T bool | int64 | string](fields map[string]json.RawMessage, name string, dst *T) (bool, *APIError) {
 	raw, ok := fields[name]
 	if !ok || isNull(raw) {
-		return nil
+		return false, nil
 	}
-	if err := json.Unmarshal(raw, dst); err != nil {
-		return errInvalidRequest("Invalid type for '"+name+"'.", name)
+	if !decodeScalar(raw, dst) {
+		return false, errInvalidRequest("Invalid type for '"+name+"'.", name)
 	}
-	return nil
+	return true, nil
+}
+
+// decodeScalar is json.Unmarshal of one scanned JSON value into a bool,
+// an int64 or a string, without its reflection: for a valid token
+// encoding/json decides the same way (it parses an int64 with
+// strconv.ParseInt, and only true and false are booleans).
+func decodeScalar[T bool | int64 | string](raw []byte, dst *T) bool {
+	switch d := any(dst).(type) {
+	case *bool:
+		switch string(raw) {
+		case "true", "false":
+			*d = raw[0] == 't'
+			return true
+		}
+	case *int64:
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		*d = n
+		return err == nil
+	case *string:
+		text, ok := jsonscan.String(raw)
+		*d = text
+		return ok
+	}
+	return false
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -156,3 +158,56 @@ var (
 	chatEndpoint       = routeFor("POST", "/v1/chat/completions")
 	completionEndpoint = routeFor("POST", "/v1/completions")
 )
+
+// FuzzDecodeScalar: a scanned value decodes into a bool, an int64 or a
+// string exactly as json.Unmarshal decodes it, and fails where it fails.
+func FuzzDecodeScalar(f *testing.F) {
+	for _, seed := range []string{`true`, `false`, `64`, `-0`, `1e2`, `64.0`, `9223372036854775808`, `"s\u00e9"`, `"x`, `null`, `[1]`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) || isNull(raw) || len(bytes.TrimSpace(raw)) != len(raw) {
+			return // decodeScalar is given scanned, non-null tokens only
+		}
+		checkScalar[bool](t, raw)
+		checkScalar[int64](t, raw)
+		checkScalar[string](t, raw)
+	})
+}
+
+func checkScalar[T bool | int64 | string](t *testing.T, raw []byte) {
+	var got, want T
+	ok := decodeScalar(raw, &got)
+	wantOK := json.Unmarshal(raw, &want) == nil
+	if ok != wantOK || (ok && got != want) {
+		t.Fatalf("decodeScalar(%q) into %T = %v, %v; json.Unmarshal: %v, %v", raw, got, got, ok, want, wantOK)
+	}
+}
+
+// readLimited reads the whole body whatever length the client said, and
+// refuses one over the limit with the 413 the limit names.
+func TestReadLimited(t *testing.T) {
+	body := strings.Repeat("0123456789", 100)
+	for _, c := range []struct {
+		name          string
+		length, limit int64
+		status        int
+	}{
+		{"length said", 1000, 4096, 0},
+		{"length unsaid", -1, 4096, 0},
+		{"length said short", 10, 4096, 0},
+		{"length said past the preallocation", maxPrealloc + 1, maxPrealloc * 2, 0},
+		{"over the limit", 1000, 100, http.StatusRequestEntityTooLarge},
+		{"over the limit, unsaid", -1, 100, http.StatusRequestEntityTooLarge},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+		r.ContentLength = c.length
+		got, e := readLimited(r, c.limit)
+		switch {
+		case c.status != 0 && (e == nil || e.Status != c.status || e.Message != "Request body is larger than the limit of 100 bytes."):
+			t.Errorf("%s: %d bytes, %+v; want a %d", c.name, len(got), e, c.status)
+		case c.status == 0 && (e != nil || string(got) != body):
+			t.Errorf("%s: %d bytes, %+v; want the body", c.name, len(got), e)
+		}
+	}
+}

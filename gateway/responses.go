@@ -21,16 +21,15 @@ func responsesFields(fields map[string]json.RawMessage, req *apiRequest) *APIErr
 	if e := decodeLimits(fields, req, "max_output_tokens"); e != nil {
 		return e
 	}
-	var prev *string
-	if e := decodeOptional(fields, "previous_response_id", &prev); e != nil {
+	var prev string
+	set, e := decodeOptional(fields, "previous_response_id", &prev)
+	switch {
+	case e != nil:
 		return e
+	case set && !validResponseID(prev):
+		return errInvalidRequest("Invalid value for 'previous_response_id': not a response id.", "previous_response_id")
 	}
-	if prev != nil {
-		if !validResponseID(*prev) {
-			return errInvalidRequest("Invalid value for 'previous_response_id': not a response id.", "previous_response_id")
-		}
-		req.PreviousID = *prev
-	}
+	req.PreviousID = prev
 	return nil
 }
 

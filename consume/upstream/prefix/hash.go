@@ -80,6 +80,17 @@ func (b *Builder) block() {
 	b.n = 0
 }
 
+// Saved is a Builder's state at one moment.
+type Saved struct{ b Builder }
+
+// Save returns b's state now, for Restore: a writer that finds halfway
+// that it is writing the prompt the wrong way undoes what it wrote.
+func (b *Builder) Save() Saved { return Saved{*b} }
+
+// Restore puts back the state Save returned. The hashes added since are
+// dropped; a Chain taken since must not be kept.
+func (b *Builder) Restore(s Saved) { *b = s.b }
+
 // Chain is the prompt's hashes so far: one per full block, the first
 // block first.
 func (b *Builder) Chain() Chain { return Chain{Hashes: b.chain, Bytes: b.seen} }
