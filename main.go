@@ -54,7 +54,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	logger := app.NewLogger(stderr, os.Getenv("PACEGATE_LOG_LEVEL"))
+	logs, flushLogs := app.BufferLogs(stderr)
+	defer flushLogs()
+	logger := app.NewLogger(logs, os.Getenv("PACEGATE_LOG_LEVEL"))
 	slog.SetDefault(logger)
 	return app.Main(ctx, app.MainOptions{
 		ConfigPath: *configPath,
