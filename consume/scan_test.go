@@ -19,6 +19,7 @@ func TestScanJSON(t *testing.T) {
 		{`{"choices":[{"delta":{}}],"usage":null}`, true, false},
 		{`{"x":{"usage":{"total_tokens":1}}}`, true, false},
 		{` {"Usage" : {"total_tokens":1}} `, true, true},
+		{`{"uſage":{"total_tokens":1}}`, true, true}, // encoding/json folds ſ to s
 		{`[1,-0.5e+3,true,false,null,"",{}]`, true, false},
 		{`{"a":1,}`, false, false},
 		{`[[]x]`, false, false},

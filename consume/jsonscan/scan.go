@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/binary"
+	"unicode/utf8"
 )
 
 // maxDepth is encoding/json's nesting limit, kept so that Valid and
@@ -122,10 +123,20 @@ func (s *scanner) object(depth int) bool {
 }
 
 // matches reports whether key (just read) may name the member Find
-// looks for: it does in any case, as encoding/json matches names, and an
-// escaped key may.
+// looks for: it does in any case, Unicode folding included (encoding/json
+// matches "uſage" to usage, whose length differs), and an escaped key
+// may.
 func (s *scanner) matches(key []byte) bool {
-	return s.escaped || (len(key) == len(s.find) && bytes.EqualFold(key, s.find))
+	if s.escaped {
+		return true
+	}
+	// An exact filter first, for the other keys of every chunk: a key
+	// that folds to find starts with find's first letter in either case
+	// or with the first byte of a non-ASCII letter.
+	if c := key[1]; len(s.find) > 1 && c|0x20 != s.find[1]|0x20 && c < utf8.RuneSelf {
+		return false
+	}
+	return bytes.EqualFold(key, s.find)
 }
 
 // member reads the value of a member Find looks for, and records it.
@@ -202,11 +213,12 @@ func (s *scanner) str() bool {
 	b := s.b
 	s.escaped = false
 	for i := s.i + 1; ; {
-		for run := i; i < len(b) && !special[b[i]]; {
-			if i++; i-run == 16 {
-				i = longRun(b, i)
-				break
-			}
+		short := min(i+16, len(b))
+		for i < short && !special[b[i]] {
+			i++
+		}
+		if i == short {
+			i = longRun(b, i)
 		}
 		if i >= len(b) {
 			return false

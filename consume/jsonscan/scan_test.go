@@ -219,6 +219,7 @@ func TestFind(t *testing.T) {
 		{`{"Usage":1,"usage":null}`, 2, false, `null`},
 		{`{"us\u0061ge":3,"id":"c"}`, 1, true, `3`},
 		{`{"usages":1,"sage":2}`, 0, false, ``},
+		{`{"uſage":4}`, 1, false, `4`},
 		{`[{"usage":1}]`, 0, false, ``},
 	} {
 		m, valid := Find([]byte(c.in), key)
