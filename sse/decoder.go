@@ -76,11 +76,24 @@ type Decoder struct {
 
 // NewDecoder returns a Decoder reading from r.
 func NewDecoder(r io.Reader, opts ...Option) *Decoder {
-	d := &Decoder{r: r, max: DefaultMaxEventBytes}
+	d := new(Decoder)
+	d.Init(r, nil, opts...)
+	return d
+}
+
+// Init readies a Decoder, one held by value in a larger struct, to read
+// from r, with room for its first buffers: three quarters for the input
+// read, a quarter for an event's data (nil: both are allocated when first
+// needed; a longer line or event grows them). A relay that keeps a
+// stream's state together gives it room beside the rest, so that a
+// stream's reads touch one allocation.
+func (d *Decoder) Init(r io.Reader, room []byte, opts ...Option) {
+	split := len(room) * 3 / 4
+	*d = Decoder{r: r, max: DefaultMaxEventBytes,
+		buf: room[:0:split], data: room[split:split]} // capped: neither grows into the other
 	for _, o := range opts {
 		o(d)
 	}
-	return d
 }
 
 // Next returns the next event. At the end of the input it returns io.EOF,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -164,5 +165,42 @@ func BenchmarkDecoder(b *testing.B) {
 				break
 			}
 		}
+	}
+}
+
+// A Decoder held by value reads into the room it is given, growing past
+// it only for a longer line, and decodes the same events whatever the
+// room: none, smaller than a line, or enough.
+func TestDecoderInitReadsIntoItsRoom(t *testing.T) {
+	long := strings.Repeat("y", 100)
+	input := "data: {\"a\":1}\n\nevent: x\ndata: " + long + "\n\n"
+	for _, room := range [][]byte{nil, make([]byte, 8), make([]byte, 4096)} {
+		var d Decoder
+		d.Init(strings.NewReader(input), room)
+		var got []string
+		for {
+			ev, err := d.Next()
+			if err != nil {
+				break
+			}
+			got = append(got, ev.Event+"|"+string(ev.Data))
+		}
+		if want := []string{`|{"a":1}`, "x|" + long}; !slices.Equal(got, want) {
+			t.Errorf("room of %d bytes: %q; want %q", len(room), got, want)
+		}
+	}
+	var d Decoder
+	room, r := make([]byte, 4096), strings.NewReader("")
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset("data: {\"a\":1}\n\ndata: [DONE]\n\n")
+		d.Init(r, room)
+		for {
+			if _, err := d.Borrow(); err != nil {
+				return
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a stream read into its room allocates %.0f times, want 0", allocs)
 	}
 }

@@ -35,6 +35,13 @@ func FuzzDecoder(f *testing.F) {
 		if got := render(NewDecoder(iotest.OneByteReader(bytes.NewReader(in)), opts...)); got != want {
 			t.Fatalf("1-byte reader:\n%s\nwhole:\n%s", got, want)
 		}
+		for _, room := range []int{16, 4096} { // a Decoder read into room it was given
+			var d Decoder
+			d.Init(bytes.NewReader(in), make([]byte, room), opts...)
+			if got := render(&d); got != want {
+				t.Fatalf("room of %d bytes:\n%s\nwhole:\n%s", room, got, want)
+			}
+		}
 		for i := 1; i < len(in); i++ {
 			r := &chunkReader{chunks: []string{string(in[:i]), string(in[i:])}}
 			if got := render(NewDecoder(r, opts...)); got != want {

@@ -31,13 +31,19 @@ type idleTimer struct {
 }
 
 func newIdleTimer(d time.Duration, stop context.CancelFunc) *idleTimer {
-	it := &idleTimer{d: d, stop: stop}
+	it := new(idleTimer)
+	it.init(d, stop)
+	return it
+}
+
+// init starts a zero idleTimer, one held by value in a larger struct.
+func (it *idleTimer) init(d time.Duration, stop context.CancelFunc) {
+	it.d, it.stop = d, stop
 	if d > 0 {
 		it.mu.Lock()
 		it.t = time.AfterFunc(d, it.expire)
 		it.mu.Unlock()
 	}
-	return it
 }
 
 // arm starts a wait.
