@@ -118,11 +118,17 @@ var fuzzSeeds = []string{
 	"{\"k\xff\":\"v\xfe\"}",
 }
 
-// FuzzValid: Valid agrees with json.Valid on every input.
-func FuzzValid(f *testing.F) {
-	for _, s := range fuzzSeeds {
+func addSeeds(f *testing.F, seeds ...string) {
+	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
+}
+
+func sameRaw(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
+
+// FuzzValid: Valid agrees with json.Valid on every input.
+func FuzzValid(f *testing.F) {
+	addSeeds(f, fuzzSeeds...)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if got := Valid(b); got != json.Valid(b) {
 			t.Fatalf("Valid(%q) = %v, json.Valid says %v", b, got, !got)
@@ -135,9 +141,7 @@ func FuzzValid(f *testing.F) {
 // map[string]json.RawMessage, and Members finds a valid object exactly
 // when that decode succeeds with a map.
 func FuzzMembers(f *testing.F) {
-	for _, s := range fuzzSeeds {
-		f.Add([]byte(s))
-	}
+	addSeeds(f, fuzzSeeds...)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got := map[string]json.RawMessage{}
 		it := Members(b)
@@ -157,7 +161,7 @@ func FuzzMembers(f *testing.F) {
 		if object != decoded {
 			t.Fatalf("Members(%q) object = %v; json.Unmarshal into a map: %v", b, object, decoded)
 		}
-		if object && !maps.EqualFunc(got, want, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
+		if object && !maps.EqualFunc(got, want, sameRaw) {
 			t.Fatalf("Members(%q) members %q; json.Unmarshal %q", b, got, want)
 		}
 	})
@@ -165,9 +169,7 @@ func FuzzMembers(f *testing.F) {
 
 // FuzzElements: Elements gives json.Unmarshal's []json.RawMessage.
 func FuzzElements(f *testing.F) {
-	for _, s := range fuzzSeeds {
-		f.Add([]byte(s))
-	}
+	addSeeds(f, fuzzSeeds...)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got []json.RawMessage
 		it := Elements(b)
@@ -180,7 +182,7 @@ func FuzzElements(f *testing.F) {
 		if array != decoded {
 			t.Fatalf("Elements(%q) array = %v; json.Unmarshal into a slice: %v", b, array, decoded)
 		}
-		if array && !slices.EqualFunc(got, want, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
+		if array && !slices.EqualFunc(got, want, sameRaw) {
 			t.Fatalf("Elements(%q) elements %q; json.Unmarshal %q", b, got, want)
 		}
 	})
@@ -189,9 +191,7 @@ func FuzzElements(f *testing.F) {
 // FuzzString: String and Text decode a string token as json.Unmarshal
 // does, and refuse whatever it refuses.
 func FuzzString(f *testing.F) {
-	for _, s := range []string{`"plain"`, `"a\"b\u00e9\n"`, "\"bad\xff\"", `12`, `"\ud800"`} {
-		f.Add([]byte(s))
-	}
+	addSeeds(f, `"plain"`, `"a\"b\u00e9\n"`, "\"bad\xff\"", `12`, `"\ud800"`)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var want string
 		wantOK := json.Unmarshal(raw, &want) == nil && len(raw) > 0 && raw[0] == '"'
@@ -235,9 +235,7 @@ func TestFind(t *testing.T) {
 // FuzzFind: Find agrees with Members on which top-level members may
 // have the key, and with Valid.
 func FuzzFind(f *testing.F) {
-	for _, s := range append(fuzzSeeds, `{"usage":{"a":1},"USAGE":null,"us\u0061ge":2}`) {
-		f.Add([]byte(s))
-	}
+	addSeeds(f, append(fuzzSeeds, `{"usage":{"a":1},"USAGE":null,"us\u0061ge":2}`)...)
 	key := []byte(`"usage"`)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, valid := Find(b, key)
