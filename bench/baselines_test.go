@@ -37,7 +37,7 @@ func TestBareProxyStreamsAndRecords(t *testing.T) {
 	if tr.Err != nil || tr.Status != 200 || len(tr.Chunks) != 8 {
 		t.Fatalf("trace: status %d err %v chunks %d", tr.Status, tr.Err, len(tr.Chunks))
 	}
-	if got := sim.chunkTimes()[tr.ReqID]; len(got) != 8 {
+	if got := sim.chunkTimes()[tr.ReqID].writes; len(got) != 8 {
 		t.Errorf("sim recorded %d chunk writes for %s, want 8", len(got), tr.ReqID)
 	}
 	if sim.peak.Load() != 1 {

@@ -25,6 +25,9 @@ type ohRound struct {
 	tput     float64   // completed responses/s
 	ttft     []float64 // ms
 	chunkLat []float64 // µs, client receive − sim write, per content chunk
+	// TTFT's legs, ms: client send → the request's arrival at the sim,
+	// arrival → the sim's first content chunk write.
+	toSim, atSim []float64
 }
 
 // ohMeasure drives 64 closed-loop streaming clients at url for dur (or
@@ -53,10 +56,12 @@ func ohMeasure(ctx context.Context, sim *upstreamSim, path, url string, dur time
 		}
 		r.ok++
 		r.ttft = append(r.ttft, ms(tr.TTFT))
-		if w := writes[tr.ReqID]; len(w) == len(tr.Chunks) {
-			for i := range w {
-				r.chunkLat = append(r.chunkLat, us(tr.Chunks[i].Sub(w[i])))
+		if st := writes[tr.ReqID]; len(st.writes) == len(tr.Chunks) {
+			for i, w := range st.writes {
+				r.chunkLat = append(r.chunkLat, us(tr.Chunks[i].Sub(w)))
 			}
+			r.toSim = append(r.toSim, ms(st.arrived.Sub(tr.Start)))
+			r.atSim = append(r.atSim, ms(st.writes[0].Sub(st.arrived)))
 		}
 	}
 	r.tput = float64(r.ok) / el.Seconds()
@@ -67,38 +72,20 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 	rounds, dur := e.pick(3, 6), time.Duration(e.pick(6, 20))*time.Second
 	res.Setup = fmt.Sprintf("%d closed-loop clients stream %d-token chat completions (vllmsim: TTFT %s, ITL %s, MaxNumSeqs 256) "+
 		"through the whole pacegate process (HTTP in, embedded queue with 64 workers, consumer, pool, SSE out; one tenant; "+
-		"rpm/tpm/burst 0, rate .inf = pacing off; pool max_concurrency 256) and, alternately, through the bare proxy. %d rounds "+
-		"of %s per path, interleaved; figures are medians over rounds. Per-chunk latency = client receive time − the sim's write "+
-		"time of the same chunk (both timestamps in this process), matched by X-Request-Id.", ohClients, ohTokens, ohTTFT, ohITL, rounds, dur)
-	res.Baseline = "`net/http/httputil.ReverseProxy` (FlushInterval −1, same transport sizing) in front of the same sim, same run."
+		"rpm/tpm/burst 0, rate .inf = pacing off; pool max_concurrency 256) and, alternately, through the bare proxy, each an OS "+
+		"process of its own (the clients and the sim run in the harness). %d rounds of %s per path, interleaved; figures are "+
+		"medians over rounds. Per-chunk latency = client receive time − the sim's write time of the same chunk (both timestamps "+
+		"in the harness), matched by X-Request-Id.", ohClients, ohTokens, ohTTFT, ohITL, rounds, dur)
+	res.Baseline = "`net/http/httputil.ReverseProxy` (FlushInterval −1, same transport sizing) in front of the same sim, a process of " +
+		"its own (the bench binary re-executed), same run."
 	sim, err := startSim(vllmsim.Config{TTFT: ohTTFT, ITL: ohITL, MaxNumSeqs: 256}, true)
 	if err != nil {
 		return err
 	}
 	defer sim.Close()
-	bareURL, stopBare, err := serve(bareProxy(sim.URL, 256))
+	bare, pg, err := ohLatencyRounds(ctx, e, sim)
 	if err != nil {
 		return err
-	}
-	defer stopBare()
-	// The pool's cap is fixed and out of reach: this scenario measures what
-	// the gateway adds to a request, not how it learns the pool's room.
-	gw, err := startPacegate(ctx, gwConfig{Upstream: sim.URL, MaxConcurrency: 256, Fixed: true, Workers: 64, Tenants: 1,
-		Defaults: "{rpm: 0, tpm: 0, burst: 0, rate: .inf, backlog: 100000, max_wait: 30s}"})
-	if err != nil {
-		return err
-	}
-	defer gw.stop()
-	var bare, pg []ohRound
-	for range rounds {
-		if ctx.Err() != nil {
-			break
-		}
-		bare = append(bare, ohMeasure(ctx, sim, "bare", chatURL(bareURL), dur, 100_000))
-		pg = append(pg, ohMeasure(ctx, sim, "pacegate", chatURL(gw.URL()), dur, 100_000))
-	}
-	if len(pg) == 0 {
-		return ctx.Err()
 	}
 	ohReport(e, res, bare, pg)
 	cpuB, cpuP, openB, openP, err := runOverheadProcs(ctx, e, sim.URL)
@@ -107,4 +94,31 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 	}
 	ohProcReport(res, cpuB, cpuP, openB, openP)
 	return nil
+}
+
+// ohLatencyRounds runs the interleaved latency rounds. Both paths are
+// processes of their own, as a deployment runs them: in the harness's
+// runtime either would wait in the run queues of the clients and the sim
+// that time it. The pool's cap is fixed and out of reach: this scenario
+// measures what the gateway adds to a request, not how it learns the
+// pool's room.
+func ohLatencyRounds(ctx context.Context, e *env, sim *upstreamSim) (bare, pg []ohRound, err error) {
+	rounds, dur := e.pick(3, 6), time.Duration(e.pick(6, 20))*time.Second
+	procs, err := startOhProcs(ctx, sim.URL, gwConfig{MaxConcurrency: 256, Fixed: true, Workers: 64, Tenants: 1,
+		Defaults: "{rpm: 0, tpm: 0, burst: 0, rate: .inf, backlog: 100000, max_wait: 30s}"})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer procs.stop()
+	for range rounds {
+		if ctx.Err() != nil {
+			break
+		}
+		bare = append(bare, ohMeasure(ctx, sim, "bare", chatURL(procs.bare.url), dur, 100_000))
+		pg = append(pg, ohMeasure(ctx, sim, "pacegate", chatURL(procs.pg.url), dur, 100_000))
+	}
+	if len(pg) == 0 {
+		return nil, nil, ctx.Err()
+	}
+	return bare, pg, nil
 }

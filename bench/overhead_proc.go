@@ -76,8 +76,8 @@ type ohProcs struct {
 }
 
 // startOhProcs builds pacegate and starts both processes in front of
-// upstream.
-func startOhProcs(ctx context.Context, upstream string) (*ohProcs, error) {
+// upstream, pacegate with config gc (its Upstream set here).
+func startOhProcs(ctx context.Context, upstream string, gc gwConfig) (*ohProcs, error) {
 	dir, err := os.MkdirTemp("", "pacegate-bench-")
 	if err != nil {
 		return nil, err
@@ -93,17 +93,21 @@ func startOhProcs(ctx context.Context, upstream string) (*ohProcs, error) {
 		p.stop()
 		return nil, err
 	}
-	// The pool's cap is set out of reach, like the pacing rate: the bare
-	// proxy has neither, and a transient stall of the shared machine
-	// would otherwise hold requests at the cap and measure that instead.
-	p.pg, err = startPacegateProc(ctx, bin, dir, gwConfig{Upstream: upstream, MaxConcurrency: 1024, Fixed: true, Workers: 64,
-		Tenants: ohOpenTenants, Defaults: fmt.Sprintf("{rpm: 0, tpm: 0, burst: 0, rate: %d, backlog: 100000, max_wait: 30s}", ohProcRate)})
+	gc.Upstream = upstream
+	p.pg, err = startPacegateProc(ctx, bin, dir, gc)
 	if err != nil {
 		p.stop()
 		return nil, err
 	}
 	return p, nil
 }
+
+// ohCPUConfig is pacegate's config in the process rounds. The pool's cap
+// is set out of reach, like the pacing rate: the bare proxy has neither,
+// and a transient stall of the shared machine would otherwise hold
+// requests at the cap and measure that instead.
+var ohCPUConfig = gwConfig{MaxConcurrency: 1024, Fixed: true, Workers: 64, Tenants: ohOpenTenants,
+	Defaults: fmt.Sprintf("{rpm: 0, tpm: 0, burst: 0, rate: %d, backlog: 100000, max_wait: 30s}", ohProcRate)}
 
 func (p *ohProcs) stop() {
 	for _, c := range []*child{p.bare, p.pg} {
@@ -207,7 +211,7 @@ func (r *ohProcRound) add(tr streamTrace) {
 // runOverheadProcs runs the CPU rounds and the open-loop rounds,
 // interleaved bare/pacegate, against upstream.
 func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP, openB, openP []ohProcRound, err error) {
-	p, err := startOhProcs(ctx, upstream)
+	p, err := startOhProcs(ctx, upstream, ohCPUConfig)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}

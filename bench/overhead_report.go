@@ -8,6 +8,7 @@ import (
 // ohDiff is pacegate minus bare for one interleaved pair of rounds.
 type ohDiff struct {
 	tputRatio, ttftP50, ttftP99, chunkP50, chunkP99 float64
+	toSimP50, atSimP50                              float64 // TTFT's legs (see ohRound)
 }
 
 func ohDiffs(bare, pg []ohRound) []ohDiff {
@@ -20,6 +21,8 @@ func ohDiffs(bare, pg []ohRound) []ohDiff {
 			ttftP99:   Quantile(p.ttft, 0.99) - Quantile(b.ttft, 0.99),
 			chunkP50:  Quantile(p.chunkLat, 0.5) - Quantile(b.chunkLat, 0.5),
 			chunkP99:  Quantile(p.chunkLat, 0.99) - Quantile(b.chunkLat, 0.99),
+			toSimP50:  Quantile(p.toSim, 0.5) - Quantile(b.toSim, 0.5),
+			atSimP50:  Quantile(p.atSim, 0.5) - Quantile(b.atSim, 0.5),
 		})
 	}
 	return ds
@@ -45,21 +48,29 @@ func ohReport(e *env, res *ScenarioResult, bare, pg []ohRound) {
 	res.metric("added_ttft_p99_ms", t99)
 	res.metric("added_chunk_p50_us", c50)
 	res.metric("added_chunk_p99_us", c99)
+	toSim := medianOf(ds, func(d ohDiff) float64 { return d.toSimP50 })
+	atSim := medianOf(ds, func(d ohDiff) float64 { return d.atSimP50 })
+	res.metric("added_to_sim_p50_ms", toSim)
+	res.metric("added_at_sim_p50_ms", atSim)
 	res.bar("throughput vs bare proxy", "≥ 0.98×", f3(tr)+"×", tr >= 0.98)
 	res.bar("added TTFT p50", "< 0.3 ms", f3(t50)+" ms", t50 < 0.3)
 	res.bar("added TTFT p99", "< 2 ms", f3(t99)+" ms", t99 < 2)
 	res.bar("added per-chunk latency p50", "< 20 µs", f1(c50)+" µs", c50 < 20)
 	t := Table{Title: "Rounds (interleaved)", Header: []string{"round", "path", "ok / errors", "responses/s", "TTFT p50 (ms)",
-		"TTFT p99 (ms)", "chunk latency p50 (µs)", "chunk latency p99 (µs)"}}
+		"TTFT p99 (ms)", "to the sim p50 (ms)", "at the sim p50 (ms)", "chunk latency p50 (µs)", "chunk latency p99 (µs)"}}
 	for i := range min(len(bare), len(pg)) {
 		for _, r := range []ohRound{bare[i], pg[i]} {
 			t.Rows = append(t.Rows, []string{fmt.Sprint(i + 1), r.path, fmt.Sprintf("%d / %d", r.ok, r.errs), f1(r.tput),
-				f3(Quantile(r.ttft, 0.5)), f3(Quantile(r.ttft, 0.99)), f1(Quantile(r.chunkLat, 0.5)), f1(Quantile(r.chunkLat, 0.99))})
+				f3(Quantile(r.ttft, 0.5)), f3(Quantile(r.ttft, 0.99)), f3(Quantile(r.toSim, 0.5)), f3(Quantile(r.atSim, 0.5)),
+				f1(Quantile(r.chunkLat, 0.5)), f1(Quantile(r.chunkLat, 0.99))})
 		}
 	}
 	res.Tables = append(res.Tables, t)
 	res.note("Added chunk latency p99 (median over rounds): %s µs. The sim's TTFT is %s, so TTFT figures are dominated by it; the "+
 		"added figure is pacegate's p50/p99 minus the bare proxy's in the same round.", f1(c99), ohTTFT)
+	res.note("TTFT's legs, p50, pacegate minus the bare proxy (median over rounds): client send → the request's arrival at the sim "+
+		"%s ms (the gateway's request path: parse, admission, queue, dispatch), arrival → the sim's first chunk %s ms (the sim's "+
+		"own time, which the gateway does not spend), then the first chunk's way back (the per-chunk latency above).", f3(toSim), f3(atSim))
 	e.plot(res, "overhead-ttft", "TTFT CDF, all rounds pooled: bare proxy vs pacegate", pooledCDF("TTFT", "TTFT (ms)", bare, pg,
 		func(r ohRound) []float64 { return r.ttft }, false).SVG())
 	e.plot(res, "overhead-chunk", "Per-chunk latency CDF (sim write → client receive), log10 µs", pooledCDF("Per-chunk latency",

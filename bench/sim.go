@@ -28,7 +28,14 @@ type upstreamSim struct {
 	record         bool
 
 	mu     sync.Mutex
-	chunks map[string][]time.Time // X-Request-Id → write time of each content chunk
+	chunks map[string]simTrace // by X-Request-Id
+}
+
+// simTrace is what the sim saw of one recorded request: when it arrived
+// and when each of its content chunks was written.
+type simTrace struct {
+	arrived time.Time
+	writes  []time.Time
 }
 
 // startSim serves a new vllmsim on 127.0.0.1. With record set it keeps
@@ -37,7 +44,7 @@ func startSim(cfg vllmsim.Config, record bool) (*upstreamSim, error) {
 	if len(cfg.Models) == 0 {
 		cfg.Models = []string{simModel}
 	}
-	s := &upstreamSim{Server: vllmsim.New(cfg), record: record, chunks: map[string][]time.Time{}}
+	s := &upstreamSim{Server: vllmsim.New(cfg), record: record, chunks: map[string]simTrace{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -70,7 +77,7 @@ func (s *upstreamSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
 	}
 	if s.record {
-		w = &chunkRecorder{ResponseWriter: w, sim: s, id: r.Header.Get("X-Request-Id")}
+		w = &chunkRecorder{ResponseWriter: w, sim: s, id: r.Header.Get("X-Request-Id"), arrived: time.Now()}
 	}
 	s.Server.ServeHTTP(w, r)
 }
@@ -78,21 +85,22 @@ func (s *upstreamSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // resetPeak sets the peak back to the current in-flight count.
 func (s *upstreamSim) resetPeak() { s.peak.Store(s.inflight.Load()) }
 
-// chunkTimes returns and forgets the chunk write times of every request.
-func (s *upstreamSim) chunkTimes() map[string][]time.Time {
+// chunkTimes returns and forgets what the sim recorded of every request.
+func (s *upstreamSim) chunkTimes() map[string]simTrace {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.chunks
-	s.chunks = map[string][]time.Time{}
+	s.chunks = map[string]simTrace{}
 	return c
 }
 
 // chunkRecorder timestamps the writes of content chunks.
 type chunkRecorder struct {
 	http.ResponseWriter
-	sim   *upstreamSim
-	id    string
-	times []time.Time
+	sim     *upstreamSim
+	id      string
+	arrived time.Time
+	times   []time.Time
 }
 
 func (c *chunkRecorder) Write(p []byte) (int, error) {
@@ -102,7 +110,7 @@ func (c *chunkRecorder) Write(p []byte) (int, error) {
 	n, err := c.ResponseWriter.Write(p)
 	if bytes.Contains(p, []byte("[DONE]")) && c.id != "" {
 		c.sim.mu.Lock()
-		c.sim.chunks[c.id] = c.times
+		c.sim.chunks[c.id] = simTrace{arrived: c.arrived, writes: c.times}
 		c.sim.mu.Unlock()
 	}
 	return n, err
