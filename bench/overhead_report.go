@@ -129,7 +129,7 @@ func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 		res.metric("open_added_ttft_p99_ms", t99)
 		res.bar(fmt.Sprintf("added TTFT p99 at %s req/s", fmt.Sprintf("%.0f", float64(ohOpenRate))), "< 2 ms", f3(t99)+" ms", t99 < 2)
 	}
-	t := Table{Title: "Processes: CPU rounds and 1,000 req/s rounds (interleaved)", Header: []string{"round", "kind", "path",
+	t := Table{Title: "Processes: CPU rounds (both at once) and 1,000 req/s rounds (interleaved)", Header: []string{"round", "kind", "path",
 		"ok / errors", "CPU (ms)", "CPU per request (µs)", "TTFT p50 (ms)", "TTFT p99 (ms)"}}
 	// per is how many rounds make one round of the kind (one per kind for
 	// the CPU rounds).
@@ -148,7 +148,7 @@ func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 		"before a round's first request to just after its last one ended, divided by the requests completed in the round; "+
 		"pacegate runs as its own process (`go build -o` of the module, `pacegate --config`, JSON access log to a pipe the "+
 		"harness drains; pool max_concurrency 1024, out of reach like the pacing rate) and the bare proxy as a re-executed bench binary; the sim stays in the harness. CPU rounds: %d "+
-		"closed-loop clients, rounds of %s (interleaved; JSON: not streamed, its TTFT columns are the whole answer's), client w on tenant t<w> (its own bucket, pacing rate %d/s, never binding). "+
+		"closed-loop clients per process, both processes at once, rounds of %s (JSON: not streamed, its TTFT columns are the whole answer's), client w on tenant t<w> (its own bucket, pacing rate %d/s, never binding). "+
 		"Open-loop rounds: %s req/s on a fixed grid, request i on tenant t<i mod %d> (5 req/s per bucket), %d-token streams. "+
 		"Added TTFT p50 at 1,000 req/s (median over rounds): %s ms. CPU per non-streamed request (8 tokens, one JSON body; "+
 		"no bar: the issue's are a stream's): %s.", ohProcClients, ohKindsList(), ohProcRate,
