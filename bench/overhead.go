@@ -83,7 +83,7 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 		return err
 	}
 	defer sim.Close()
-	bare, pg, err := ohLatencyRounds(ctx, e, sim)
+	bare, pg, err := ohLatencyRounds(ctx, sim, rounds, dur)
 	if err != nil {
 		return err
 	}
@@ -96,14 +96,13 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 	return nil
 }
 
-// ohLatencyRounds runs the interleaved latency rounds. Both paths are
+// ohLatencyRounds runs rounds interleaved latency rounds of dur. Both paths are
 // processes of their own, as a deployment runs them: in the harness's
 // runtime either would wait in the run queues of the clients and the sim
 // that time it. The pool's cap is fixed and out of reach: this scenario
 // measures what the gateway adds to a request, not how it learns the
 // pool's room.
-func ohLatencyRounds(ctx context.Context, e *env, sim *upstreamSim) (bare, pg []ohRound, err error) {
-	rounds, dur := e.pick(3, 6), time.Duration(e.pick(6, 20))*time.Second
+func ohLatencyRounds(ctx context.Context, sim *upstreamSim, rounds int, dur time.Duration) (bare, pg []ohRound, err error) {
 	procs, err := startOhProcs(ctx, sim.URL, gwConfig{MaxConcurrency: 256, Fixed: true, Workers: 64, Tenants: 1,
 		Defaults: "{rpm: 0, tpm: 0, burst: 0, rate: .inf, backlog: 100000, max_wait: 30s}"})
 	if err != nil {
