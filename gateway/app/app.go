@@ -221,7 +221,9 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	if n := a.config().Server.MaxConnections; n > 0 {
-		ln = limitConns(ln, n)
+		l := limitConns(ln, n)
+		a.server.ConnState = l.ConnState // set before Serve, which reads it
+		ln = l
 	}
 	a.ln = ln
 	go func() {

@@ -2,14 +2,19 @@ package app
 
 import (
 	"net"
+	"net/http"
 	"sync"
 )
 
 // limitListener accepts at most n connections at once: Accept waits for a
-// connection to close before it takes the next one from the kernel, so
+// connection to end before it takes the next one from the kernel, so
 // extra clients (a slowloris flood, say) wait in the accept queue instead
-// of costing a goroutine and buffers each. It is safe for concurrent use;
-// Close unblocks a waiting Accept.
+// of costing a goroutine and buffers each. The server that serves it
+// reports each connection's end through ConnState, which gives its token
+// back: the connection itself is the kernel's, unwrapped, so that no
+// read or write of it (a stream's every chunk) passes through a wrapper
+// of ours. It is safe for concurrent use; Close unblocks a waiting
+// Accept.
 type limitListener struct {
 	net.Listener
 	sem       chan struct{} // one token per open connection
@@ -33,7 +38,16 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		<-l.sem
 		return nil, err
 	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+	return c, nil
+}
+
+// ConnState is the http.Server's ConnState hook: a connection that
+// closed or was hijacked (both final, and each reported once per
+// connection) gives its token back.
+func (l *limitListener) ConnState(_ net.Conn, s http.ConnState) {
+	if s == http.StateClosed || s == http.StateHijacked {
+		<-l.sem
+	}
 }
 
 // Close implements [net.Listener.Close].
@@ -44,16 +58,3 @@ func (l *limitListener) Close() error {
 
 // Open reports the connections open now.
 func (l *limitListener) Open() int { return len(l.sem) }
-
-// limitConn gives its token back once, on the first Close.
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}
