@@ -106,7 +106,8 @@ func (c *Consumer) dispatch(p *Pending, slot Slot, inline bool) Result {
 	}
 	c.q.depart(p, true)
 	c.obs.Released(k, now.Sub(p.Req.Submitted))
-	inv := &invocation{c: c, p: p, slot: slot}
+	inv := &p.inv
+	*inv = invocation{c: c, p: p, slot: slot}
 	inv.m.start(c.cfg.Fairness, k, c.cfg.CompletionWeight, p.Req, now)
 	if !c.goInvoke(inv, inline) {
 		slot.Release()

@@ -3,9 +3,9 @@ package consume
 import "fmt"
 
 // invocation is one dispatched request's upstream call: the slot it holds
-// and the meter of its fair share, kept together so that the request's
-// path allocates them once (as closures and a meter of their own, they
-// were four allocations per request).
+// and the meter of its fair share, kept together in the request's Pending
+// so that the request's path allocates them with it (as closures and a
+// meter of their own, they were four allocations per request).
 type invocation struct {
 	c    *Consumer
 	p    *Pending

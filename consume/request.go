@@ -131,8 +131,12 @@ type Pending struct {
 	chunks *chunkRing
 	state  atomic.Int32
 	// handoff and run: see handOff.
-	handoff  atomic.Int32
-	run      *invocation
+	handoff atomic.Int32
+	run     *invocation
+	// inv is the upstream call of a dispatched request, kept here (a
+	// Pending is dispatched at most once, see claim): one allocation
+	// fewer per request.
+	inv      invocation
 	departed atomic.Bool  // its ledger entry was removed
 	released atomic.Int64 // unix nanos of the release to the upstream
 }
