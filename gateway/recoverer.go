@@ -22,7 +22,7 @@ func recoverer(logger *slog.Logger, writeError func(http.ResponseWriter, *http.R
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			sw := &statusWriter{ResponseWriter: w}
+			sw := statusOf(w)
 			defer func() {
 				v := recover()
 				if v == nil {

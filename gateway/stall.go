@@ -10,8 +10,9 @@ import (
 // connection makes the write fail after d instead of holding the
 // response (and its upstream slot) forever. Each write and flush moves
 // the deadline to now+d, unless it was moved less than d/32 ago (capped
-// at 100 ms): a stream's chunks come faster than that, and moving a
-// connection's deadline is a runtime timer update, twice per chunk. A
+// at a second): a stream's chunks come faster than that, and moving a
+// connection's deadline is a runtime timer update (about 1 % of a
+// stream's CPU in user space when it moved every 100 ms). A
 // blocked write thus fails between d−slack and d after it began. release
 // clears the deadline for the connection's next request. A zero d
 // disables it (openSink then writes to the client's writer itself).
@@ -21,7 +22,12 @@ import (
 // sink's lock. Unwrap and FlushError keep http.ResponseController working
 // through it.
 type stallWriter struct {
-	http.ResponseWriter
+	http.ResponseWriter // the writer given: the header goes through it
+	// body is where writes and flushes go: the writer given until the
+	// header is out, then the one beneath the status recorders it wraps
+	// (see WriteHeader); flush is body's FlushError, when it has one.
+	body    http.ResponseWriter
+	flush   interface{ FlushError() error }
 	rc      http.ResponseController
 	d       time.Duration
 	slack   time.Duration // how stale the deadline may get before it moves
@@ -31,18 +37,37 @@ type stallWriter struct {
 // init makes the zero w a guard of rw for d > 0, in place: the gateway
 // keeps it in the response's sink.
 func (w *stallWriter) init(rw http.ResponseWriter, d time.Duration) {
-	*w = stallWriter{ResponseWriter: rw, rc: *http.NewResponseController(rw), d: d, slack: min(d/32, 100*time.Millisecond)}
+	*w = stallWriter{ResponseWriter: rw, rc: *http.NewResponseController(rw), d: d, slack: min(d/32, time.Second)}
+	w.writeTo(rw)
+}
+
+// WriteHeader sends the header through the writer given, whose status
+// recorders (the access log's, the recoverer's) note the status; after
+// it they have nothing more to note, and the body's every chunk goes
+// to the writer beneath them, one call and one object fewer each.
+func (w *stallWriter) WriteHeader(code int) {
+	w.ResponseWriter.WriteHeader(code)
+	w.writeTo(beneathStatus(w.ResponseWriter))
+}
+
+// writeTo makes rw the writer that writes and flushes go to.
+func (w *stallWriter) writeTo(rw http.ResponseWriter) {
+	w.body = rw
+	w.flush, _ = rw.(interface{ FlushError() error })
 }
 
 func (w *stallWriter) Write(p []byte) (int, error) {
 	w.arm()
-	return w.ResponseWriter.Write(p)
+	return w.body.Write(p)
 }
 
 // FlushError is what http.ResponseController.Flush calls.
 func (w *stallWriter) FlushError() error {
 	w.arm()
-	return w.rc.Flush()
+	if w.flush != nil {
+		return w.flush.FlushError()
+	}
+	return http.NewResponseController(w.body).Flush()
 }
 
 func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -78,20 +79,20 @@ func TestOpenSinkGuardsWritesOnlyWithATimeout(t *testing.T) {
 	}
 }
 
-// Writes closer together than the slack (d/32, at most 100 ms) share one
+// Writes closer together than the slack (d/32, at most a second) share one
 // deadline: a stream's chunks do not move it twice per chunk.
 func TestGuardWritesSlack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-		w, release := guardWrites(&statusWriter{ResponseWriter: rec}, 30*time.Second)
+		w, release := guardWrites(&statusWriter{ResponseWriter: rec}, time.Minute)
 		_, _ = w.Write([]byte("a"))
 		_ = http.NewResponseController(w).Flush()
-		time.Sleep(99 * time.Millisecond)
+		time.Sleep(999 * time.Millisecond)
 		_, _ = w.Write([]byte("b"))
 		time.Sleep(time.Millisecond)
 		_, _ = w.Write([]byte("c"))
 		release()
-		want := []string{"deadline +30s", "write a", "flush", "write b", "deadline +30s", "write c", "clear"}
+		want := []string{"deadline +1m0s", "write a", "flush", "write b", "deadline +1m0s", "write c", "clear"}
 		if len(rec.log) != len(want) {
 			t.Fatalf("log %q, want %q", rec.log, want)
 		}
@@ -112,4 +113,33 @@ func guardWrites(w http.ResponseWriter, d time.Duration) (_ http.ResponseWriter,
 	sw := new(stallWriter)
 	sw.init(w, d)
 	return sw, sw.release
+}
+
+// The header goes through the status recorders the guard was given (each
+// notes the status); the body's writes and flushes then go to the writer
+// beneath them.
+func TestGuardWritesBodyBeneathStatusRecorders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+		outer := &statusWriter{ResponseWriter: &statusWriter{ResponseWriter: rec}}
+		var g stallWriter
+		g.init(outer, time.Minute)
+		g.WriteHeader(http.StatusCreated)
+		if inner := outer.ResponseWriter.(*statusWriter); outer.status != http.StatusCreated || inner.status != http.StatusCreated {
+			t.Fatalf("statuses noted %d and %d, want 201", outer.status, inner.status)
+		}
+		if g.body != http.ResponseWriter(rec) {
+			t.Fatalf("after the header the body goes to %T, want the recorder", g.body)
+		}
+		if _, err := g.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := http.NewResponseController(&g).Flush(); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"deadline +1m0s", "write x", "flush"}
+		if fmt.Sprint(rec.log) != fmt.Sprint(want) || rec.Code != http.StatusCreated {
+			t.Fatalf("log %q and status %d, want %q and 201", rec.log, rec.Code, want)
+		}
+	})
 }

@@ -2,12 +2,34 @@ package gateway
 
 import "net/http"
 
-// statusWriter remembers the status code sent. Each middleware that needs
-// the status wraps the writer it is given in its own. Unwrap keeps
-// flushes and http.ResponseController working through it.
+// statusWriter remembers the status code sent. The first middleware that
+// needs the status wraps the writer it is given; the ones inside it read
+// the same statusWriter (see statusOf). Unwrap keeps flushes and
+// http.ResponseController working through it.
 type statusWriter struct {
 	http.ResponseWriter
 	status int // 0 until the header is written
+}
+
+// statusOf is w when w is a statusWriter already, else a new one around
+// w: every layer a writer adds is one more call and one more object to
+// touch on each write of a stream's every chunk.
+func statusOf(w http.ResponseWriter) *statusWriter {
+	if sw, ok := w.(*statusWriter); ok {
+		return sw
+	}
+	return &statusWriter{ResponseWriter: w}
+}
+
+// beneathStatus is w without the statusWriters around it.
+func beneathStatus(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		sw, ok := w.(*statusWriter)
+		if !ok {
+			return w
+		}
+		w = sw.ResponseWriter
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
