@@ -112,7 +112,7 @@ func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 		res.metric("cpu_per_request_ratio"+sfx, r)
 		res.metric("cpu_per_request_us"+sfx, p)
 		res.metric("cpu_per_request_bare_us"+sfx, b)
-		measured := fmt.Sprintf("%s× (%s vs %s µs)", f3(r), f1(p), f1(b))
+		measured := fmt.Sprintf("%s× (median of per-round ratios; medians %s vs %s µs)", f3(r), f1(p), f1(b))
 		if !k.stream { // the bars are a stream's; this one is reported
 			jsonCPU = measured
 			continue
