@@ -221,9 +221,7 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	if n := a.config().Server.MaxConnections; n > 0 {
-		l := limitConns(ln, n)
-		a.server.ConnState = l.ConnState // set before Serve, which reads it
-		ln = l
+		ln = limitConns(ln, n, a.server) // before Serve, which reads its hook
 	}
 	a.ln = ln
 	go func() {

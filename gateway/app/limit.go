@@ -22,8 +22,13 @@ type limitListener struct {
 	closeOnce sync.Once
 }
 
-func limitConns(l net.Listener, n int) *limitListener {
-	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
+// limitConns limits l to n connections for srv, which must serve it: it
+// takes srv's ConnState hook, so that the limit cannot be set up without
+// the hook that keeps it.
+func limitConns(l net.Listener, n int, srv *http.Server) *limitListener {
+	ll := &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
+	srv.ConnState = ll.ConnState
+	return ll
 }
 
 // Accept implements [net.Listener.Accept].

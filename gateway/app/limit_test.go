@@ -29,7 +29,6 @@ func TestLimitListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := limitConns(inner, 2)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) {})
 	mux.HandleFunc("/hijack", func(w http.ResponseWriter, _ *http.Request) {
@@ -38,7 +37,8 @@ func TestLimitListener(t *testing.T) {
 			_ = c.Close()
 		}
 	})
-	srv := &http.Server{Handler: mux, ConnState: l.ConnState}
+	srv := &http.Server{Handler: mux}
+	l := limitConns(inner, 2, srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	dial := func() net.Conn {
