@@ -174,20 +174,29 @@ func ParseUsage(data []byte) (Usage, bool) {
 	}
 	var f struct {
 		Choices []json.RawMessage `json:"choices"`
-		Usage   *struct {
-			Prompt     int64          `json:"prompt_tokens"`
-			Completion int64          `json:"completion_tokens"`
-			Total      int64          `json:"total_tokens"`
-			Details    *cachedDetails `json:"prompt_tokens_details"`
-		} `json:"usage"`
+		Usage   *chunkUsage       `json:"usage"`
 	}
 	if json.Unmarshal(data, &f) != nil || f.Usage == nil {
 		return Usage{}, false
 	}
-	u := Usage{PromptTokens: f.Usage.Prompt, CompletionTokens: f.Usage.Completion, TotalTokens: f.Usage.Total, Only: len(f.Choices) == 0}
-	u.cached(f.Usage.Details)
+	return f.Usage.normal(len(f.Choices) == 0), true
+}
+
+// chunkUsage is the usage member of an OpenAI chunk or body, as
+// ParseUsage reads it.
+type chunkUsage struct {
+	Prompt     int64          `json:"prompt_tokens"`
+	Completion int64          `json:"completion_tokens"`
+	Total      int64          `json:"total_tokens"`
+	Details    *cachedDetails `json:"prompt_tokens_details"`
+}
+
+// normal is w as a Usage; only says the chunk had no choices.
+func (w *chunkUsage) normal(only bool) Usage {
+	u := Usage{PromptTokens: w.Prompt, CompletionTokens: w.Completion, TotalTokens: w.Total, Only: only}
+	u.cached(w.Details)
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
-	return u, true
+	return u
 }

@@ -10,32 +10,80 @@ import (
 // Scan is the relay's one pass over a streamed event's data: it checks
 // that data is one JSON value (exactly what encoding/json.Valid accepts)
 // and reads what it says of usage, as [Tally.Read] would. A chunk
-// without a top-level "usage" member is read in that pass alone; only
-// the usage chunk is decoded.
+// without a top-level "usage" member is read in that pass alone; of the
+// usage chunk only the usage member is decoded (see [usageMember]).
 func (t *Tally) Scan(name string, data []byte) (r Reading, valid bool) {
-	valid, usage := scanJSON(data)
+	m, valid := jsonscan.Find(data, quotedUsage)
 	if !valid {
 		return Reading{}, false
 	}
-	if t.Shape == ShapeOpenAI && !usage {
+	if t.Shape != ShapeOpenAI {
+		return t.Read(EventChunk, name, data), true
+	}
+	if !mayHaveUsage(m) {
 		t.Streamed++
 		return Reading{Read: true, Token: true}, true
+	}
+	if u, ok := usageMember(data, m); ok {
+		t.Usage, t.Known, t.Final = u, true, u.Only
+		return Reading{Read: true, Reported: true, Usage: u, Final: u.Only}, true
 	}
 	return t.Read(EventChunk, name, data), true
 }
 
 var (
-	quotedUsage = []byte(`"usage"`)
-	nullLiteral = []byte("null")
+	quotedUsage   = []byte(`"usage"`)
+	quotedChoices = []byte(`"choices"`)
+	nullLiteral   = []byte("null")
 )
 
 // scanJSON reports whether b is one JSON value (as json.Valid says) and
-// whether it may have a top-level usage: a member named usage in any
-// case (as encoding/json matches names) that is not null, or several
-// candidates, or an escaped key, which Read decides.
+// whether it may have a top-level usage (see mayHaveUsage).
 func scanJSON(b []byte) (valid, usage bool) {
 	m, valid := jsonscan.Find(b, quotedUsage)
-	return valid, m.Count > 1 || m.Escaped || (m.Count == 1 && !bytes.Equal(m.Value, nullLiteral))
+	return valid, mayHaveUsage(m)
+}
+
+// mayHaveUsage says whether what Find found of a top-level usage may be
+// one: a member named usage in any case (as encoding/json matches names)
+// that is not null, or several candidates, or an escaped key, which Read
+// decides.
+func mayHaveUsage(m jsonscan.Match) bool {
+	return m.Count > 1 || m.Escaped || (m.Count == 1 && !bytes.Equal(m.Value, nullLiteral))
+}
+
+// usageMember is ParseUsage of a valid chunk whose one usage member m
+// found, without decoding the rest of it: a second scan finds its
+// choices, which are empty or not, and only the usage member goes
+// through encoding/json. ok is false where only ParseUsage can tell
+// (several choices or usage candidates, escaped keys, a value of the
+// wrong type); the caller then asks it.
+func usageMember(data []byte, m jsonscan.Match) (u Usage, ok bool) {
+	if m.Count != 1 || m.Escaped || !bytes.Contains(data, usageKey) {
+		return Usage{}, false
+	}
+	c, _ := jsonscan.Find(data, quotedChoices)
+	if c.Count > 1 || c.Escaped {
+		return Usage{}, false
+	}
+	only, ok := noElements(c.Value)
+	var w *chunkUsage
+	if !ok || json.Unmarshal(m.Value, &w) != nil || w == nil {
+		return Usage{}, false
+	}
+	return w.normal(only), true
+}
+
+// noElements says whether a choices value decodes to no elements (absent,
+// null or []); ok is false when it is not an array at all.
+func noElements(v []byte) (empty, ok bool) {
+	switch {
+	case v == nil || bytes.Equal(v, nullLiteral):
+		return true, true
+	case v[0] != '[':
+		return false, false
+	}
+	return len(bytes.TrimLeft(v[1:], " \t\r\n")) == 1, true
 }
 
 // ScanBody is Scan for a non-streamed body (what [Tally.Read] reads of

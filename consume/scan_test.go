@@ -42,12 +42,21 @@ func TestScanJSON(t *testing.T) {
 	}
 }
 
-// FuzzScanJSON: scanJSON agrees with json.Valid on every input, and a
-// valid chunk it reads as carrying no usage has none for ParseUsage.
+// FuzzScanJSON: scanJSON agrees with json.Valid on every input, a valid
+// chunk it reads as carrying no usage has none for ParseUsage, and Scan
+// reads every valid chunk as Read does (the usage chunk's member decoded
+// alone as the whole chunk decoded).
 func FuzzScanJSON(f *testing.F) {
 	f.Add([]byte(`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`))
 	f.Add([]byte(`{"id":"c","choices":[{"delta":{"content":"tok \"1\" \\ \u00e9"}}]}`))
 	f.Add([]byte(`[{"a":[1,2.5e-3,{"b":null}]},true,false]`))
+	f.Add([]byte(`{"usage":{"prompt_tokens":6,"completion_tokens":3,"total_tokens":9,"prompt_tokens_details":{"cached_tokens":2}},"choices":[ ]}`))
+	f.Add([]byte(`{"choices":[{"delta":{}}],"usage":{"prompt_tokens":6,"completion_tokens":1}}`))
+	f.Add([]byte(`{"choices":null,"Usage":{"prompt_tokens":1},"usage_":"usage"}`))
+	f.Add([]byte(`{"choices":{},"usage":{"prompt_tokens":1}}`))
+	f.Add([]byte(`{"choices":[],"CHOICES":[1],"usage":{"prompt_tokens":1}}`))
+	f.Add([]byte(`{"choices":[],"usage":{"prompt_tokens":1.5}}`))
+	f.Add([]byte(`{"ch\u006fices":[1],"usage":{"total_tokens":1}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		valid, usage := scanJSON(b)
 		if valid != json.Valid(b) {
@@ -56,7 +65,42 @@ func FuzzScanJSON(f *testing.F) {
 		if _, parsed := ParseUsage(b); valid && parsed && !usage {
 			t.Fatalf("scanJSON(%q) missed the usage ParseUsage reads", b)
 		}
+		var scanned, read Tally
+		r, ok := scanned.Scan("", b)
+		if ok != valid {
+			t.Fatalf("Scan(%q) valid = %v, json.Valid says %v", b, ok, valid)
+		}
+		if want := read.Read(EventChunk, "", b); valid && (r != want || scanned != read) {
+			t.Fatalf("Scan(%q) = %+v, tally %+v; Read says %+v, tally %+v", b, r, scanned, want, read)
+		}
 	})
+}
+
+// usageChunk is the chunk include_usage adds at the end of a stream, as
+// llm-d-inference-sim writes it.
+var usageChunk = []byte(`{"id":"chatcmpl-e1d22872-9b70-5e11-8af1-a790c5b9da68","model":"sim-model","object":"chat.completion.chunk","created":1796483004,` +
+	`"usage":{"prompt_tokens":6,"completion_tokens":3,"total_tokens":9,"prompt_tokens_details":{"cached_tokens":0}},"choices":[]}`)
+
+// BenchmarkScanUsageChunk is the relay's pass over the usage chunk (the
+// usage member decoded alone); BenchmarkParseUsageChunk decodes the
+// whole chunk, as Scan did before.
+func BenchmarkScanUsageChunk(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		t := Tally{}
+		if r, _ := t.Scan("", usageChunk); !r.Reported {
+			b.Fatal("no usage")
+		}
+	}
+}
+
+func BenchmarkParseUsageChunk(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := ParseUsage(usageChunk); !ok || !json.Valid(usageChunk) {
+			b.Fatal("no usage")
+		}
+	}
 }
 
 var tokenChunk = []byte(`{"id":"chatcmpl-r1","object":"chat.completion.chunk","created":946684800,"model":"sim-model","choices":[{"index":0,"delta":{"content":"tok0 "},"logprobs":null,"finish_reason":null}]}`)
