@@ -54,10 +54,10 @@ func mayHaveUsage(m jsonscan.Match) bool {
 
 // usageMember is ParseUsage of a valid chunk whose one usage member m
 // found, without decoding the rest of it: a second scan finds its
-// choices, which are empty or not, and only the usage member goes
-// through encoding/json. ok is false where only ParseUsage can tell
-// (several choices or usage candidates, escaped keys, a value of the
-// wrong type); the caller then asks it.
+// choices, which are empty or not, and the usage member is read by
+// readChunkUsage, or by encoding/json where that cannot. ok is false
+// where only ParseUsage can tell (several choices or usage candidates,
+// escaped keys, a value of the wrong type); the caller then asks it.
 func usageMember(data []byte, m jsonscan.Match) (u Usage, ok bool) {
 	if m.Count != 1 || m.Escaped || !bytes.Contains(data, usageKey) {
 		return Usage{}, false
@@ -67,8 +67,14 @@ func usageMember(data []byte, m jsonscan.Match) (u Usage, ok bool) {
 		return Usage{}, false
 	}
 	only, ok := noElements(c.Value)
+	if !ok {
+		return Usage{}, false
+	}
+	if u, ok := readChunkUsage(m.Value, only); ok {
+		return u, true
+	}
 	var w *chunkUsage
-	if !ok || json.Unmarshal(m.Value, &w) != nil || w == nil {
+	if json.Unmarshal(m.Value, &w) != nil || w == nil {
 		return Usage{}, false
 	}
 	return w.normal(only), true

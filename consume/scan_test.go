@@ -197,3 +197,42 @@ func benchBodyRead(b *testing.B, read func(*Tally, []byte) (Reading, bool)) {
 		})
 	}
 }
+
+// FuzzReadChunkUsage holds readChunkUsage to what it stands in for:
+// encoding/json decoding a usage member into a *chunkUsage. Where it
+// reads a member at all, it reads what encoding/json does.
+func FuzzReadChunkUsage(f *testing.F) {
+	f.Add([]byte(`{"prompt_tokens":6,"completion_tokens":3,"total_tokens":9,"prompt_tokens_details":{"cached_tokens":2}}`))
+	f.Add([]byte(`{"Prompt_Tokens":-7,"completion_tokens":null,"prompt_tokens_details":null,"x":[1,{"total_tokens":5}]}`))
+	f.Add([]byte(`{"prompt_tokens":1,"PROMPT_TOKENS":2}`))
+	f.Add([]byte(`{"prompt_tokens":1e3,"total_tokens":99999999999999999999}`))
+	f.Add([]byte(`{"prompt_tokens_details":{"cached_tokens":null,"other":1},"total_tokens":"9"}`))
+	f.Add([]byte(`{"pr\u006fmpt_tokens":4}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, ok := readChunkUsage(b, false)
+		if !ok {
+			return
+		}
+		var w *chunkUsage
+		if err := json.Unmarshal(b, &w); err != nil || w == nil {
+			t.Fatalf("readChunkUsage(%q) = %+v; encoding/json: %v, %v", b, u, w, err)
+		}
+		if want := w.normal(false); u != want {
+			t.Fatalf("readChunkUsage(%q) = %+v; encoding/json reads %+v", b, u, want)
+		}
+	})
+}
+
+// The usage chunk is read without encoding/json, to the same totals
+// (BenchmarkScanUsageChunk counts its allocations: none).
+func TestScanUsageChunk(t *testing.T) {
+	var tally Tally
+	r, ok := tally.Scan("", usageChunk)
+	want := Usage{PromptTokens: 6, CompletionTokens: 3, TotalTokens: 9, Only: true, CachedTokens: 0, Cached: true}
+	if !ok || r != (Reading{Read: true, Reported: true, Final: true, Usage: want}) {
+		t.Fatalf("Scan = %+v, %v; want usage %+v, final", r, ok, want)
+	}
+	if tally.Usage != want || !tally.Known || !tally.Final || tally.Streamed != 0 {
+		t.Fatalf("tally %+v", tally)
+	}
+}
