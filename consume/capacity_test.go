@@ -100,10 +100,10 @@ func (b *wakeableBackend) wokenList() []string {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second) // hang guard
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
+			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -216,7 +216,7 @@ func collect(t *testing.T, p *Pending) []Event {
 			if ev.Kind == EventDone || ev.Kind == EventError {
 				return evs
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(10 * time.Second): // hang guard
 			t.Fatalf("no terminal event after %v", evs)
 		}
 	}

@@ -103,11 +103,15 @@ func TestCountTokensIsDirect(t *testing.T) {
 }
 
 // A queued stream on a named-event route carries the same ": queued"
-// comments as chat while it waits, then its events unchanged.
+// comments as chat while it waits, then its events unchanged. At 0.5/s
+// the second request is released 2 s after the first, and its first
+// comment is due 100 ms after it is queued: 1.9 s of margin for the time
+// between the two requests (the rig runs on real sockets, not in a
+// synctest bubble).
 func TestQueuedNamedStreamHeartbeats(t *testing.T) {
-	r := newAPIRigWith(t, "{rate: 4}", func(c *Config) { c.Heartbeat = 100 * time.Millisecond }, sseBody(messagesStream))
+	r := newAPIRigWith(t, "{rate: 0.5}", func(c *Config) { c.Heartbeat = 100 * time.Millisecond }, sseBody(messagesStream))
 	expect(t, r.call("POST", "/v1/messages", messagesReq, "X-Api-Key: ka"), 200, messagesStream)
-	w := r.call("POST", "/v1/messages", messagesReq, "X-Api-Key: ka") // waits 250 ms for its release
+	w := r.call("POST", "/v1/messages", messagesReq, "X-Api-Key: ka") // waits up to 2 s for its release
 	body := w.Body.String()
 	if !strings.HasPrefix(body, ": queued position=1 eta_ms=0\n\n") || !strings.HasSuffix(body, messagesStream) {
 		t.Errorf("body %q\nwant queued comments, then the stream", body)

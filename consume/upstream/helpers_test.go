@@ -72,7 +72,7 @@ func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second): // hang guard: the events come within milliseconds
 		t.Fatalf("timed out waiting for %s", what)
 	}
 	panic("unreachable")

@@ -90,7 +90,9 @@ func TestQueuedRequestsFollowRateChanges(t *testing.T) {
 
 // TestSpeedUpWakesSuspendedBucket: a rate change reaches requests already queued. A
 // bucket paced at one request per 20 s, then sped up, releases its queue
-// at the new pace at once.
+// at the new pace at once. 3 wait (2 would leave checkSpedUp's lower
+// bound, the new pace less one interval of slack, nothing to check; 4
+// would put the last one's predicted wait at max_wait).
 func TestSpeedUpWakesSuspendedBucket(t *testing.T) {
 	ta := startApp(t, fastSim(), liveRateConfig)
 	k := policy.Key{Tenant: "acme", Model: simModel}
@@ -98,16 +100,16 @@ func TestSpeedUpWakesSuspendedBucket(t *testing.T) {
 	if code, body := ta.admin(http.MethodPut, "/admin/buckets/acme/"+simModel, `{"rate":0.05}`); code != 200 {
 		t.Fatalf("PUT: %d %s", code, body)
 	}
-	results := ta.fire(3, "sk-acme")
-	eventually(t, hangGuard, "2 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 2 })
+	results := ta.fire(4, "sk-acme")
+	eventually(t, hangGuard, "3 queued requests", func() bool { return ta.a.Queue.Backlog(k) == 3 })
 	changed := time.Now()
 	if code, body := ta.admin(http.MethodPut, "/admin/buckets/acme/"+simModel, `{"rate":50}`); code != 200 {
 		t.Fatalf("PUT: %d %s", code, body)
 	}
-	receiveOK(t, results, 3)
+	receiveOK(t, results, 4)
 	at := ta.arrivals()
-	if len(at) != 3 {
-		t.Fatalf("%d requests reached the model, want 3", len(at))
+	if len(at) != 4 {
+		t.Fatalf("%d requests reached the model, want 4", len(at))
 	}
 	checkSpedUp(t, at, 1, changed, 20*time.Second, fastInterval)
 }
@@ -116,18 +118,28 @@ func TestSpeedUpWakesSuspendedBucket(t *testing.T) {
 // at newInterval, not at the oldInterval in force before: each arrived
 // sooner after at[from-1] than the old pace would have released even one
 // more, and none earlier than the new pace allows after the change (made
-// just after changed), less half an interval (the pacer may release a
-// request a moment before its slot). The bound counts from the change,
-// not from the first arrival after it: a release delayed by a busy
-// machine arrives later, which must not make the next one look early.
+// just after changed).
+//
+// That lower bound is the pacer's own guarantee (policy.Pacer): a release
+// late by less than max(interval, tolerance) keeps the slot grid, so the
+// first release after the change may take a slot up to that much before
+// it (a grid anchored at the last release, at[from-1]'s, when the change
+// came soon after it), and each later one comes at least one interval
+// after the one before. Hence arrival j >= changed + (j-from)*newInterval
+// - max(newInterval, DefaultPacerTolerance) (the j-th arrival, in order,
+// has at least j-from+1 released after the change at or before it). The
+// bound counts from the change, not from the first arrival after it: a
+// release delayed by a busy machine arrives later, which must not make
+// the next one look early.
 func checkSpedUp(t *testing.T, at []time.Time, from int, changed time.Time, oldInterval, newInterval time.Duration) {
 	t.Helper()
+	slack := max(newInterval, policy.DefaultPacerTolerance)
 	for j := from; j < len(at); j++ {
 		if d := at[j].Sub(at[from-1]); d >= oldInterval {
 			t.Errorf("arrival %d came %v after arrival %d: the old pace (%v), not the new one (%v)",
 				j, d, from-1, oldInterval, newInterval)
 		}
-		if d, least := at[j].Sub(changed), time.Duration(j-from)*newInterval-newInterval/2; d < least {
+		if d, least := at[j].Sub(changed), time.Duration(j-from)*newInterval-slack; d < least {
 			t.Errorf("arrival %d came %v after the change, want >= %v at the new pace (%v)", j, d, least, newInterval)
 		}
 	}

@@ -54,7 +54,7 @@ func TestReadyzAgreesWithModels(t *testing.T) {
 		t.Fatalf("chat while loading: %d %s", code, body)
 	}
 	up.loaded.Store(true)
-	eventually(t, 5*time.Second, "/readyz to answer 200", func() bool {
+	eventually(t, 10*time.Second, "/readyz to answer 200", func() bool {
 		code, _ := ta.get("/readyz")
 		return code == http.StatusOK
 	})

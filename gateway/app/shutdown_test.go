@@ -21,9 +21,9 @@ tenants:
 // upstream when SIGTERM comes completes normally.
 func TestShutdownLetsRequestsFinishWithinGrace(t *testing.T) {
 	ta := startApp(t, vllmsim.Config{Models: []string{simModel}, TTFT: 300 * time.Millisecond, ITL: time.Millisecond}, shutdownConfig)
-	eventually(t, 5*time.Second, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
+	eventually(t, 10*time.Second, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
 	results := ta.fire(1, "sk-acme")
-	eventually(t, 5*time.Second, "the request to reach the upstream", func() bool { return ta.sim.Stats().Running == 1 })
+	eventually(t, 10*time.Second, "the request to reach the upstream", func() bool { return ta.sim.Stats().Running == 1 })
 	if err := ta.a.Shutdown(context.Background(), 0, 10*time.Second); err != nil {
 		t.Fatalf("Shutdown = %v", err)
 	}
@@ -41,15 +41,15 @@ func TestShutdownLetsRequestsFinishWithinGrace(t *testing.T) {
 func TestShutdownCutsWhatOutlivesGrace(t *testing.T) {
 	ta := startApp(t, vllmsim.Config{Models: []string{simModel}, TTFT: time.Minute}, shutdownConfig)
 	k := policy.Key{Tenant: "acme", Model: simModel}
-	eventually(t, 5*time.Second, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
+	eventually(t, 10*time.Second, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
 	streamed := make(chan result, 1)
 	go func() {
 		code, body := ta.stream("sk-acme")
 		streamed <- result{status: code, body: body}
 	}()
-	eventually(t, 5*time.Second, "the stream to reach the upstream", func() bool { return ta.sim.Stats().Running == 1 })
+	eventually(t, 10*time.Second, "the stream to reach the upstream", func() bool { return ta.sim.Stats().Running == 1 })
 	queued := ta.fire(1, "sk-acme")
-	eventually(t, 5*time.Second, "a queued request", func() bool { return ta.a.Queue.Backlog(k) == 1 })
+	eventually(t, 10*time.Second, "a queued request", func() bool { return ta.a.Queue.Backlog(k) == 1 })
 
 	if err := ta.a.Shutdown(context.Background(), 0, 300*time.Millisecond); err != nil {
 		t.Logf("Shutdown = %v", err)

@@ -18,30 +18,74 @@ func write(t *testing.T, path, s string) {
 	}
 }
 
-// expectSignal waits for one signal from the watcher.
-func expectSignal(t *testing.T, w *configWatcher, what string) {
+// writeAtomic replaces path's content at once (a temp file renamed over
+// it): a reader never sees it empty or half written, however slowly the
+// test runs.
+func writeAtomic(t *testing.T, path, s string) {
 	t.Helper()
-	select {
-	case <-w.C:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("no reload signal after %s", what)
+	tmp := path + ".tmp"
+	write(t, tmp, s)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
 	}
 }
 
-// watchDebounce is the test watcher's quiet period. A burst of writes
-// coalesces only if the test writes it within one period, so it is long
-// against a few small writes on a loaded machine; the watcher reads the
-// real file system, so the test cannot run on virtual time.
+// overwrite writes s over the start of path in place, without truncating
+// it. With s as long as the file, a reader sees the old bytes or the new
+// ones at each offset, never an empty or shorter file.
+func overwrite(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectSignal waits for one signal from the watcher and returns when it
+// came.
+func expectSignal(t *testing.T, w *configWatcher, what string) time.Time {
+	t.Helper()
+	select {
+	case <-w.C:
+		return time.Now()
+	case <-time.After(10 * time.Second): // hang guard
+		t.Fatalf("no reload signal after %s", what)
+	}
+	panic("unreachable")
+}
+
+// watchDebounce is the test watcher's quiet period. The watcher reads the
+// real file system, so the test cannot run on virtual time; each check
+// below holds however long the machine stalls between or inside writes.
 const watchDebounce = 100 * time.Millisecond
 
 // expectQuiet checks that no signal comes within a bounded window
-// (three debounce periods).
+// (three debounce periods). Used only where the file holds what the
+// watcher last signalled, so that no signal is due whatever the timing.
 func expectQuiet(t *testing.T, w *configWatcher, what string) {
 	t.Helper()
 	select {
 	case <-w.C:
 		t.Fatalf("unexpected reload signal after %s", what)
 	case <-time.After(3 * watchDebounce):
+	}
+}
+
+// drain takes the signals that come until the watcher is quiet for three
+// debounce periods.
+func drain(w *configWatcher) {
+	for {
+		select {
+		case <-w.C:
+		case <-time.After(3 * watchDebounce):
+			return
+		}
 	}
 }
 
@@ -55,10 +99,19 @@ func TestWatchConfig(t *testing.T) {
 	}
 	defer w.Close()
 
-	write(t, path, "v: 2\n")
-	expectSignal(t, w, "a write in place")
+	// In place, one byte changing: the file is never in between, so one
+	// signal, and not before the directory was quiet for the debounce
+	// period. No event can predate since (nothing was written since the
+	// watch began), so the bound holds on any machine.
+	since := time.Now()
+	overwrite(t, path, "v: 2\n")
+	if d := expectSignal(t, w, "a write in place").Sub(since); d < watchDebounce {
+		t.Fatalf("reload signal %v after the write, sooner than the %v debounce", d, watchDebounce)
+	}
 
-	write(t, path, "v: 2\n")
+	// The same bytes written in place: events, but the content never
+	// differs from what was signalled.
+	overwrite(t, path, "v: 2\n")
 	expectQuiet(t, w, "a write of identical content")
 
 	write(t, filepath.Join(dir, "other.txt"), "x")
@@ -72,15 +125,24 @@ func TestWatchConfig(t *testing.T) {
 	}
 	expectSignal(t, w, "a rename-replace")
 
-	// Several writes in a burst give one reload.
+	// A burst of truncate-and-write edits gives a signal. Written within
+	// one debounce period it is one; a stall of a period between two
+	// writes (or between a truncate and its write) lets the watcher see an
+	// intermediate file and signal for it too, so take them all.
 	for i := range 5 {
 		write(t, path, "v: 4\n#"+strings.Repeat("x", i)+"\n")
 	}
 	expectSignal(t, w, "a burst of writes")
-	expectQuiet(t, w, "the burst was debounced")
+	drain(w)
+	// The watcher settled on the burst's last content: writing it again
+	// (at once) is no change. A watcher that read the file before the
+	// burst ended and missed the rest would signal here.
+	writeAtomic(t, path, "v: 4\n#xxxx\n")
+	expectQuiet(t, w, "rewriting the burst's last content")
 
-	// The watch survives the rename: later edits are still seen.
-	write(t, path, "v: 5\n")
+	// The watch is on the directory, so it survives the renames: an edit
+	// in place of the file now there is still seen.
+	overwrite(t, path, "v: 5\n#xxxx\n")
 	expectSignal(t, w, "a write after the rename")
 }
 
@@ -104,20 +166,20 @@ func TestMainReloadsOnFileChangeAndSIGHUP(t *testing.T) {
 	}()
 	waitLog := func(substr string, n int) {
 		t.Helper()
-		eventually(t, 5*time.Second, "log "+substr, func() bool { return strings.Count(logs.String(), substr) >= n })
+		eventually(t, 10*time.Second, "log "+substr, func() bool { return strings.Count(logs.String(), substr) >= n })
 	}
 	waitLog("pacegate listening", 1)
 
-	write(t, path, cfg("  - {id: a, keys: [k1]}\n  - {id: b, keys: [k2]}\n"))
+	writeAtomic(t, path, cfg("  - {id: a, keys: [k1]}\n  - {id: b, keys: [k2]}\n"))
 	waitLog(`msg="config reloaded" tenants=2`, 1)
 
-	write(t, path, cfg("  - {id: a, keys: [k1]}\n  - {id: a, keys: [k2]}\n"))
+	writeAtomic(t, path, cfg("  - {id: a, keys: [k1]}\n  - {id: a, keys: [k2]}\n"))
 	waitLog(`msg="config reload failed; keeping the previous config"`, 1)
 	if !strings.Contains(logs.String(), `tenants[1].id: duplicate tenant id \"a\" (also tenants[0])`) {
 		t.Fatalf("the exact validation error is not in the log:\n%s", logs)
 	}
 
-	write(t, path, cfg("  - {id: a, keys: [k1]}\n  - {id: b, keys: [k2]}\n  - {id: c, keys: [k3]}\n"))
+	writeAtomic(t, path, cfg("  - {id: a, keys: [k1]}\n  - {id: b, keys: [k2]}\n  - {id: c, keys: [k3]}\n"))
 	waitLog(`msg="config reloaded" tenants=3`, 1)
 	hup <- syscall.SIGHUP
 	waitLog(`msg="config reloaded" tenants=3`, 2)

@@ -35,11 +35,16 @@ func testPrefix(t *testing.T) string {
 }
 
 // newTestStore returns a started store on the test Redis under prefix,
-// closed when the test ends.
+// closed when the test ends. Its goroutine never ticks within a test
+// (Tick is an hour): the tests stamp leases with a fake now (the start of
+// the current minute), which a real-time tick would find idle (or in a
+// past window) and hand back mid-test; a test that needs a tick calls
+// the admitter's tick with its own now.
 func newTestStore(t *testing.T, prefix string, replicas int) *Store {
 	t.Helper()
 	u := storeURL(t)
-	s := New(Options{Addr: u.Addr, DB: u.DB, Username: u.Username, Password: u.Password, Prefix: prefix, Replicas: replicas})
+	s := New(Options{Addr: u.Addr, DB: u.DB, Username: u.Username, Password: u.Password, Prefix: prefix, Replicas: replicas,
+		Tick: time.Hour})
 	s.Start(context.Background())
 	t.Cleanup(func() { s.Close() })
 	if !s.Up() {
