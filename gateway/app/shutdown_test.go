@@ -18,9 +18,11 @@ tenants:
 `
 
 // TestShutdownLetsRequestsFinishWithinGrace: a request running on the
-// upstream when SIGTERM comes completes normally.
+// upstream when SIGTERM comes completes normally. Its 2 s TTFT is the
+// window in which the poll below must see it running (a stall that long
+// would let it end first and the poll time out).
 func TestShutdownLetsRequestsFinishWithinGrace(t *testing.T) {
-	ta := startApp(t, vllmsim.Config{Models: []string{simModel}, TTFT: 300 * time.Millisecond, ITL: time.Millisecond}, shutdownConfig)
+	ta := startApp(t, vllmsim.Config{Models: []string{simModel}, TTFT: 2 * time.Second, ITL: time.Millisecond}, shutdownConfig)
 	eventually(t, 10*time.Second, "the pool to discover the model", func() bool { return len(ta.a.servedModels()) > 0 })
 	results := ta.fire(1, "sk-acme")
 	eventually(t, 10*time.Second, "the request to reach the upstream", func() bool { return ta.sim.Stats().Running == 1 })
