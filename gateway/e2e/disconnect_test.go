@@ -16,8 +16,10 @@ import (
 // when its turn comes and never reaches the model.
 func TestDisconnectWhileQueuedNeverReachesUpstream(t *testing.T) {
 	sim := newSim(t, fastSim())
+	// One release per 5 s: the test must see the request leave its bucket
+	// before its slot comes.
 	s := startStack(t, `
-defaults: {rate: 0.5, backlog: 100, max_wait: 10s}
+defaults: {rate: 0.2, backlog: 100, max_wait: 10s}
 `+tenantsYAML, sim)
 	readAll(t, s.post(t.Context(), "/v1/chat/completions", "sk-alice", chatBody).Body) // takes the slot
 	ctx, cancel := context.WithCancel(t.Context())
@@ -35,7 +37,7 @@ defaults: {rate: 0.5, backlog: 100, max_wait: 10s}
 	cancel()
 	<-done
 	// It leaves the bucket's backlog when its handler sees the
-	// disconnect, before its slot (2 s after the first request) comes:
+	// disconnect, before its slot (5 s after the first request) comes:
 	// its message is still in the LiteTopic then...
 	liteTopic := func() int { return s.app.Queue.Backend().(*embedded.Engine).Stats().Messages }
 	eventually(t, time.Minute, "the cancelled request to leave the backlog", func() bool { return s.app.Queue.Backlog(k) == 0 })

@@ -3,6 +3,7 @@ package e2e
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,22 +59,32 @@ func TestUpstreamResetMidStreamEndsWithErrorEvent(t *testing.T) {
 }
 
 func TestOverallTimeout(t *testing.T) {
-	sim := newSim(t, vllmsim.Config{TTFT: 5 * time.Second, ITL: time.Millisecond})
+	// The timeout must pass after the upstream's stream headers (they
+	// come as soon as the request reaches it) and long before its first
+	// token.
+	sim := newSim(t, vllmsim.Config{TTFT: time.Minute, ITL: time.Millisecond})
 	s := startStack(t, `
-server: {request_timeout: 300ms}
-defaults: {max_wait: 200ms}
+server: {request_timeout: 3s}
+defaults: {max_wait: 2s}
 `+tenantsYAML, sim)
-	resp := s.post(t.Context(), "/v1/chat/completions", "sk-alice", chatBody)
-	body := readAll(t, resp.Body)
-	want := `{"error":{"message":"The request did not complete within 300ms.","type":"timeout","param":null,"code":"timeout"}}`
-	if resp.StatusCode != http.StatusGatewayTimeout || body != want {
-		t.Errorf("non-streamed: %d %s\nwant 504 %s", resp.StatusCode, body, want)
-	}
+	want := `{"error":{"message":"The request did not complete within 3s.","type":"timeout","param":null,"code":"timeout"}}`
+	// Both halves wait out the timeout, so they run at once, one tenant each.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		resp := s.post(t.Context(), "/v1/chat/completions", "sk-alice", chatBody)
+		body := readAll(t, resp.Body)
+		if resp.StatusCode != http.StatusGatewayTimeout || body != want {
+			t.Errorf("non-streamed: %d %s\nwant 504 %s", resp.StatusCode, body, want)
+		}
+	})
 	// The upstream's stream headers arrive at once (as vLLM sends them), so
 	// the stream has started: the timeout comes as its last event.
-	resp = s.post(t.Context(), "/v1/chat/completions", "sk-alice", streamBody)
-	body = readAll(t, resp.Body)
-	if resp.StatusCode != http.StatusOK || body != "data: "+want+"\n\n" {
-		t.Errorf("streamed: %d %q\nwant 200 %q", resp.StatusCode, body, "data: "+want+"\n\n")
-	}
+	wg.Go(func() {
+		resp := s.post(t.Context(), "/v1/chat/completions", "sk-bob", streamBody)
+		body := readAll(t, resp.Body)
+		if resp.StatusCode != http.StatusOK || body != "data: "+want+"\n\n" {
+			t.Errorf("streamed: %d %q\nwant 200 %q", resp.StatusCode, body, "data: "+want+"\n\n")
+		}
+	})
 }

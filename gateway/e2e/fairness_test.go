@@ -16,9 +16,10 @@ import (
 // The noisy neighbour, through real sockets: heavy fills a pool of two
 // slots and queues four more requests behind them; when light then asks
 // for one, the next slot that frees is light's, not heavy's next, although
-// heavy asked first. Every request ends with its full response. (Heavy's
-// first request is longer, so that its two slots free at different
-// moments and the model sees the requests in the order they were granted.)
+// heavy asked first. Every request ends with its full response. (The model
+// holds heavy's two until light waits, so that no slot frees before; then
+// heavy's first, the longer, frees its slot last, and the model sees the
+// requests in the order they were granted.)
 func TestNoisyNeighbourGetsTheNextSlot(t *testing.T) {
 	sim := newSim(t, vllmsim.Config{TTFT: 5 * time.Millisecond, ITL: 10 * time.Millisecond})
 	s := startStackLimited(t, 2, `
@@ -42,6 +43,7 @@ tenants:
 			mu.Unlock()
 		})
 	}
+	release := sim.hold(t)
 	send("sk-heavy", 60) // 0.6 s
 	eventually(t, time.Minute, "heavy's first request to run", func() bool { return len(sim.Arrivals()) == 1 })
 	for range 5 {
@@ -50,12 +52,22 @@ tenants:
 	eventually(t, time.Minute, "heavy to fill the pool and queue four", func() bool {
 		return len(sim.Arrivals()) == 2 && s.app.Queue.Backlog(key("heavy", "sim-model")) == 4
 	})
-	resp := s.post(context.Background(), "/v1/chat/completions", "sk-light", body(2))
-	readAll(t, resp.Body)
-	light := resp.Header.Get("X-Request-Id")
+	var light string
+	var lightStatus int
+	wg.Go(func() {
+		resp := s.post(context.Background(), "/v1/chat/completions", "sk-light", body(2))
+		readAll(t, resp.Body)
+		light, lightStatus = resp.Header.Get("X-Request-Id"), resp.StatusCode
+	})
+	// Suspended for capacity: it has joined the model's wait set.
+	eventually(t, time.Minute, "light to wait for a slot", func() bool {
+		st, ok := s.app.Queue.Stat(key("light", "sim-model"))
+		return ok && st.Suspends > 0
+	})
+	release()
 	wg.Wait()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("light: status %d", resp.StatusCode)
+	if lightStatus != http.StatusOK {
+		t.Fatalf("light: status %d", lightStatus)
 	}
 	for id, st := range statuses {
 		if st != http.StatusOK {

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/pacegate/pacegate/consume/embedded"
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
 )
 
@@ -54,26 +57,35 @@ func TestDisconnectMidStreamAbortsUpstreamOnEveryGenerationRoute(t *testing.T) {
 // SDK raises as an error: openai-go's StreamError on /v1/responses,
 // anthropic-sdk-go's *anthropic.Error (timeout_error) on /v1/messages.
 func TestTimeoutEndsStreamWithSDKError(t *testing.T) {
-	sim := newSim(t, vllmsim.Config{TTFT: 5 * time.Second, ITL: time.Millisecond})
-	s := startStack(t, "\nserver: {request_timeout: 300ms}\ndefaults: {max_wait: 200ms}\n"+tenantsYAML, sim)
-
-	rs := sdkClient(s, "sk-alice").Responses.NewStreaming(t.Context(), responseParams("hi", 3))
-	for rs.Next() {
-		t.Errorf("unexpected event %s", rs.Current().Type)
-	}
-	var se *ssestream.StreamError
-	if err := rs.Err(); !errors.As(err, &se) || !strings.Contains(se.Message, "The request did not complete within 300ms.") {
-		t.Errorf("Responses stream error = %v, want a StreamError about the timeout", err)
-	}
-
-	ms := anthropicClient(s, "sk-alice").Messages.NewStreaming(t.Context(), messageParams("hi", 3))
-	for ms.Next() {
-		t.Errorf("unexpected event %s", ms.Current().Type)
-	}
-	var ae *anthropic.Error
-	if err := ms.Err(); !errors.As(err, &ae) || ae.Type() != "timeout_error" || ae.Message != "The request did not complete within 300ms." {
-		t.Errorf("Messages stream error = %v, want timeout_error", err)
-	}
+	// The timeout must pass after the upstream's stream headers (they
+	// come as soon as the request reaches it) and long before its first
+	// token.
+	sim := newSim(t, vllmsim.Config{TTFT: time.Minute, ITL: time.Millisecond})
+	s := startStack(t, "\nserver: {request_timeout: 3s}\ndefaults: {max_wait: 2s}\n"+tenantsYAML, sim)
+	const msg = "The request did not complete within 3s."
+	// Both wait out the timeout, so they run at once, one tenant each.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		rs := sdkClient(s, "sk-alice").Responses.NewStreaming(t.Context(), responseParams("hi", 3))
+		for rs.Next() {
+			t.Errorf("unexpected event %s", rs.Current().Type)
+		}
+		var se *ssestream.StreamError
+		if err := rs.Err(); !errors.As(err, &se) || !strings.Contains(se.Message, msg) {
+			t.Errorf("Responses stream error = %v, want a StreamError about the timeout", err)
+		}
+	})
+	wg.Go(func() {
+		ms := anthropicClient(s, "sk-bob").Messages.NewStreaming(t.Context(), messageParams("hi", 3))
+		for ms.Next() {
+			t.Errorf("unexpected event %s", ms.Current().Type)
+		}
+		var ae *anthropic.Error
+		if err := ms.Err(); !errors.As(err, &ae) || ae.Type() != "timeout_error" || ae.Message != msg {
+			t.Errorf("Messages stream error = %v, want timeout_error", err)
+		}
+	})
 }
 
 // No route overshoots a TPM cap under concurrency: each request reserves
@@ -91,18 +103,26 @@ func TestTPMNotOvershotUnderConcurrency(t *testing.T) {
 		{"/v1/embeddings", `{"model":"sim-model","input":"` + strings.Repeat("word ", 30) + `"}`, 39},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			// Slow enough that no admitted request settles (and gives back
-			// the unused part of its reservation) before all 12 are decided.
-			sim := newSim(t, vllmsim.Config{TTFT: 500 * time.Millisecond, ITL: time.Millisecond})
+			sim := newSim(t, fastSim())
 			s := startStack(t, "\ndefaults: {tpm: 100, rate: 1000}\n"+tenantsYAML, sim)
+			// No admitted request may settle (and give back the unused part
+			// of its reservation) before all 12 are decided: the model holds
+			// them until then.
+			release := sim.hold(t)
+			var answered atomic.Int64
 			codes := make(chan int, 12)
 			for range 12 {
 				go func() {
 					resp := s.post(t.Context(), tc.path, "sk-alice", tc.body)
 					readAll(t, resp.Body)
+					answered.Add(1)
 					codes <- resp.StatusCode
 				}()
 			}
+			eventually(t, time.Minute, "all 12 requests to be decided", func() bool {
+				return allDecided(12, answered.Load(), sim, 0, key("alice", "sim-model"), s)
+			})
+			release()
 			ok := 0
 			for range 12 {
 				switch c := <-codes; c {
@@ -131,8 +151,11 @@ func TestDisconnectWhileQueuedOnEveryGenerationRoute(t *testing.T) {
 		{"/v1/messages", `{"model":"sim-model","stream":true,"max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
+			t.Parallel() // each waits for its slot
 			sim := newSim(t, fastSim())
-			s := startStack(t, "\ndefaults: {rate: 0.5, backlog: 100, max_wait: 10s}\n"+tenantsYAML, sim)
+			// One release per 5 s: the request must leave its bucket
+			// before its slot comes.
+			s := startStack(t, "\ndefaults: {rate: 0.2, backlog: 100, max_wait: 10s}\n"+tenantsYAML, sim)
 			readAll(t, s.post(t.Context(), tc.path, "sk-alice", tc.body).Body) // takes the bucket's release
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan struct{})
@@ -150,7 +173,9 @@ func TestDisconnectWhileQueuedOnEveryGenerationRoute(t *testing.T) {
 			cancel()
 			<-done
 			eventually(t, time.Minute, "the cancelled request to leave its bucket", func() bool { return s.app.Queue.Backlog(k) == 0 })
-			time.Sleep(2500 * time.Millisecond) // past its release slot
+			// When its slot comes, its message leaves the LiteTopic, dropped.
+			liteTopic := func() int { return s.app.Queue.Backend().(*embedded.Engine).Stats().Messages }
+			eventually(t, time.Minute, "its message to leave the LiteTopic at its slot", func() bool { return liteTopic() == 0 })
 			if n := len(sim.Arrivals()); n != 1 {
 				t.Fatalf("the model saw %d requests, want only the first", n)
 			}

@@ -79,13 +79,14 @@ defaults: {rpm: 2, tpm: 100000, rate: 100}
 	}
 }
 
-// The burst bucket refills at rpm/60 per second: with rpm 60 and burst 1 a
-// second request right after the first is told to come back in about one
-// second. The SDK's own backoff would wait at most 0.5 s, so a retry that
-// waited retry-after-ms proves the SDK honoured the header.
+// The burst bucket refills at rpm/60 per second: with rpm 30 and burst 1 a
+// second request right after the first is told to come back in about two
+// seconds (more than 0.5 s unless 1.5 s passed between them). The SDK's
+// own backoff would wait at most 0.5 s, so a retry that waited
+// retry-after-ms proves the SDK honoured the header.
 func TestSDKRetryHonoursRetryAfterMs(t *testing.T) {
 	s := startStack(t, `
-defaults: {rpm: 60, burst: 1, rate: 100}
+defaults: {rpm: 30, burst: 1, rate: 100}
 `+tenantsYAML, newSim(t, fastSim()))
 	if _, err := sdkClient(s, "sk-alice").Chat.Completions.New(t.Context(), chatParams(1)); err != nil {
 		t.Fatal(err)
@@ -102,7 +103,7 @@ defaults: {rpm: 60, burst: 1, rate: 100}
 	}
 	ms, _ := strconv.Atoi(rt.attempts[0].retryMS)
 	if ms < 500 {
-		t.Fatalf("retry-after-ms = %d, want about 1000 (burst refill at 1/s)", ms)
+		t.Fatalf("retry-after-ms = %d, want about 2000 (burst refill at 0.5/s)", ms)
 	}
 	if gap := rt.attempts[1].sent.Sub(rt.attempts[0].answered); gap < time.Duration(ms)*time.Millisecond-5*time.Millisecond {
 		t.Errorf("SDK retried after %s, before retry-after-ms=%d", gap, ms)

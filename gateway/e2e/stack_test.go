@@ -34,6 +34,7 @@ type simServer struct {
 
 	mu       sync.Mutex
 	arrivals []arrival
+	held     chan struct{} // set by hold: generation requests wait for it to close
 }
 
 type arrival struct {
@@ -45,7 +46,14 @@ func (s *simServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		s.mu.Lock()
 		s.arrivals = append(s.arrivals, arrival{id: r.Header.Get("X-Request-Id"), at: time.Now()})
+		held := s.held
 		s.mu.Unlock()
+		if held != nil {
+			select {
+			case <-held:
+			case <-r.Context().Done(): // the simulator then sees its client gone
+			}
+		}
 	}
 	s.Server.ServeHTTP(w, r)
 	if r.Method == http.MethodPost {
@@ -54,6 +62,34 @@ func (s *simServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default: // a test that does not read it cannot stall the simulator
 		}
 	}
+}
+
+// hold makes the generation requests that arrive from now on wait, once
+// logged in Arrivals, until release is called (at cleanup at the latest):
+// none of them can finish, and so free a slot or give tokens back, before
+// the test has seen what it needs to happen first.
+func (s *simServer) hold(t testing.TB) (release func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.held = ch
+	s.mu.Unlock()
+	release = sync.OnceFunc(func() { close(ch) })
+	t.Cleanup(release)
+	return release
+}
+
+// allDecided reports, while sim holds the requests it gets (hold), whether
+// each of n requests of bucket k sent through gws has been decided:
+// answered (a rejection: the admitted ones cannot finish yet), arrived at
+// sim (less the skip arrivals that came before them), or queued. The
+// arrivals are read before the backlogs, so that a request leaving its
+// bucket for the model in between is not counted twice.
+func allDecided(n int, answered int64, sim *simServer, skip int, k policy.Key, gws ...*stack) bool {
+	got := int(answered) + len(sim.Arrivals()) - skip
+	for _, g := range gws {
+		got += g.app.Queue.Backlog(k)
+	}
+	return got >= n
 }
 
 // awaitFinished waits until the simulator's handler for the request id
