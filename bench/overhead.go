@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,13 +89,24 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 		return err
 	}
 	ohReport(e, res, bare, pg)
-	cpuB, cpuP, openB, openP, err := runOverheadProcs(ctx, e, sim.URL)
+	upstream := sim.URL
+	if v := os.Getenv(ohUpstreamEnv); v != "" {
+		upstream = v
+		res.note("The process rounds (CPU and 1,000 req/s) ran against a server started by hand (%s: %s), serving model %s; "+
+			"the latency rounds above against the harness's sim.", ohUpstreamEnv, v, simModel)
+	}
+	cpuB, cpuP, openB, openP, err := runOverheadProcs(ctx, e, upstream)
 	if err != nil {
 		return fmt.Errorf("process rounds: %w", err)
 	}
 	ohProcReport(res, cpuB, cpuP, openB, openP)
 	return nil
 }
+
+// ohUpstreamEnv names a server started by hand (another simulator, such
+// as llm-d-inference-sim) for the process rounds: the latency rounds
+// need the harness's sim, which stamps each chunk's write.
+const ohUpstreamEnv = "PACEGATE_BENCH_OVERHEAD_UPSTREAM"
 
 // ohLatencyRounds runs rounds interleaved latency rounds of dur. Both paths are
 // processes of their own, as a deployment runs them: in the harness's
