@@ -52,6 +52,17 @@ func chatBody(model string, maxTokens int, stream bool) []byte {
 // the role and finish chunks: its tokens are "tok<i>".
 var contentMark = []byte(`"content":"tok`)
 
+// contentChunk says whether a stream's data line carries generated text:
+// a "content" member that is not empty (the role and finish chunks'
+// are), whatever the text is, so that a simulator other than vllmsim
+// (whose tokens are tok<i>, contentMark) is counted too.
+func contentChunk(line []byte) bool {
+	i := bytes.Index(line, quotedContent)
+	return i >= 0 && i+len(quotedContent) < len(line) && line[i+len(quotedContent)] != '"'
+}
+
+var quotedContent = []byte(`"content":"`)
+
 // doStream posts body to url+path and reads the SSE answer, timestamping
 // each content chunk. reqID, if set, is sent as X-Request-Id (the bare
 // proxy forwards it; pacegate replaces it with its own and returns that).
@@ -101,7 +112,7 @@ func readChunks(r io.Reader, tr *streamTrace) error {
 		}
 		if bytes.HasPrefix(line, []byte("data: ")) {
 			now := time.Now()
-			if bytes.Contains(line, contentMark) {
+			if contentChunk(line) {
 				if len(tr.Chunks) == 0 {
 					tr.TTFT = now.Sub(tr.Start)
 				}

@@ -89,3 +89,21 @@ func TestReplay(t *testing.T) {
 		}
 	})
 }
+
+// contentChunk tells generated text from the role and finish chunks, for
+// vllmsim's tokens and any other text.
+func TestContentChunk(t *testing.T) {
+	for line, want := range map[string]bool{
+		`data: {"choices":[{"delta":{"content":"tok3 "}}]}` + "\n":                      true,
+		`data: {"choices":[{"delta":{"content":"I "}}],"usage":null}` + "\n":            true,
+		`data: {"choices":[{"delta":{"role":"assistant","content":""}}]}` + "\n":        false,
+		`data: {"choices":[{"delta":{"role":"assistant"}}]}` + "\n":                     false,
+		`data: {"choices":[{"delta":{"reasoning_content":"x"}}]}` + "\n":                false,
+		`data: {"choices":[{"delta":{},"finish_reason":"length"}],"usage":null}` + "\n": false,
+		`data: {"choices":[{"delta":{"content":"`:                                       false,
+	} {
+		if got := contentChunk([]byte(line)); got != want {
+			t.Errorf("contentChunk(%q) = %v, want %v", line, got, want)
+		}
+	}
+}

@@ -123,7 +123,7 @@ func (p *ohProcs) stop() {
 // c's CPU time before the first request and after the last one ended.
 func ohMeasureCPU(ctx context.Context, c *child, dur time.Duration, k ohProcKind) ohProcRound {
 	client := newClient(ohProcClients)
-	body := chatBody(simModel, k.tokens, k.stream)
+	body := ohProcBody(k.tokens, k.stream)
 	r := ohProcRound{path: c.name, kind: k}
 	var mu sync.Mutex
 	ctx, cancel := context.WithTimeout(ctx, dur)
@@ -174,7 +174,7 @@ func ohMeasureCPUPair(ctx context.Context, bare, pg *child, dur time.Duration, k
 // open-loop, tenant i mod ohOpenTenants for request i.
 func ohMeasureOpen(ctx context.Context, c *child, dur time.Duration) ohProcRound {
 	client := newClient(512)
-	body := chatBody(simModel, ohOpenTokens, true)
+	body := ohProcBody(ohOpenTokens, true)
 	n := int(dur.Seconds() * ohOpenRate)
 	events := make([]event, n)
 	for i := range events {
@@ -220,6 +220,14 @@ func (r *ohProcRound) add(tr streamTrace) {
 	}
 	r.ok++
 	r.ttft = append(r.ttft, ms(tr.TTFT))
+}
+
+// ohProcBody is a process round's request: vLLM's ignore_eos, so that a
+// server other than vllmsim (PACEGATE_BENCH_OVERHEAD_UPSTREAM) generates
+// exactly maxTokens, as the rounds count a request whole only then.
+func ohProcBody(maxTokens int, stream bool) []byte {
+	b := chatBody(simModel, maxTokens, stream)
+	return append(b[:len(b)-1], `,"ignore_eos":true}`...)
 }
 
 // runOverheadProcs runs the CPU rounds (both processes at once) and the
