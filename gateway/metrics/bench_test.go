@@ -44,3 +44,18 @@ func BenchmarkScrape100k(b *testing.B) {
 	b.ReportMetric(float64(size)/1024, "KiB/scrape")
 	b.ReportMetric(float64(series), "series")
 }
+
+// BenchmarkObserveRequest is the metrics a streamed request updates:
+// its outcome, queue wait, release, TTFT and the upstream's answer.
+func BenchmarkObserveRequest(b *testing.B) {
+	m := New(Config{})
+	k := policy.Key{Tenant: "acme", Model: "sim-model"}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.QueueWait(k.Tenant, k.Model, 3*time.Millisecond)
+		m.Released(k, 3*time.Millisecond)
+		m.Result("http://127.0.0.1:8000", 200, nil)
+		m.TTFT(k.Tenant, k.Model, 50*time.Millisecond)
+		m.Request(k.Tenant, k.Model, "ok")
+	}
+}

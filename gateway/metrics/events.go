@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,19 +79,19 @@ func (m *Metrics) Rejected(tenant, model, reason string) {
 
 // QueueWait implements [gateway.Observer.QueueWait].
 func (m *Metrics) QueueWait(_, model string, d time.Duration) {
-	m.queueWait.WithLabelValues(m.models.value(model)).Observe(d.Seconds())
+	m.model(model).queueWait.Observe(d.Seconds())
 }
 
 // TTFT implements [gateway.Observer.TTFT].
 func (m *Metrics) TTFT(_, model string, d time.Duration) {
-	m.ttft.WithLabelValues(m.models.value(model)).Observe(d.Seconds())
+	m.model(model).ttft.Observe(d.Seconds())
 }
 
 // Released implements [consume.Observer.Released]. The queue wait is
 // recorded from the gateway's side ([Metrics.QueueWait]), which sees
 // every request once, so it is not observed twice here.
 func (m *Metrics) Released(k policy.Key, _ time.Duration) {
-	m.released.WithLabelValues(m.models.value(k.Model)).Inc()
+	m.model(k.Model).released.Inc()
 }
 
 // Suspended implements [consume.Observer.Suspended].
@@ -114,7 +113,7 @@ func (m *Metrics) Panicked(k policy.Key) {
 // config, so their label is bounded; so is the status code.
 func (m *Metrics) Result(upstream string, status int, err error) {
 	if status > 0 {
-		m.upstream.WithLabelValues(upstream, strconv.Itoa(status)).Inc()
+		m.upstreamResponses(upstream, status).Inc()
 	}
 	if err != nil {
 		m.upErrors.WithLabelValues(upstream).Inc()

@@ -54,6 +54,7 @@ type Metrics struct {
 	tenants *labelSet
 	models  *labelSet
 	events
+	seriesCache
 }
 
 // New registers every collector in a new registry, together with the Go

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -61,23 +62,36 @@ func TestEventMetrics(t *testing.T) {
 	m.Result("http://u1", 200, nil)
 	m.Result("http://u1", 0, errors.New("refused"))
 	m.Result("http://u1", 200, errors.New("stream broke"))
+	m.Result("http://u1", 503, nil)
+	// Folded: their series are _other's, all three made at the first
+	// (a model's series start at 0, as Prometheus advises for known
+	// label values).
+	for _, model := range []string{"m3", "m4"} {
+		m.QueueWait("d", model, time.Second)
+		m.Released(policy.Key{Tenant: "d", Model: model}, time.Second)
+	}
 	want := `pacegate_consumer_panics_total{model="m1"} 1
 pacegate_dropped_total{model="m1",reason="client_gone"} 1
+pacegate_queue_wait_seconds_sum{model="_other"} 2
+pacegate_queue_wait_seconds_count{model="_other"} 2
 pacegate_queue_wait_seconds_bucket{model="m1",le="0.25"} 0
 pacegate_queue_wait_seconds_bucket{model="m1",le="0.5"} 1
 pacegate_queue_wait_seconds_sum{model="m1"} 0.3
 pacegate_queue_wait_seconds_count{model="m1"} 1
 pacegate_rejected_total{model="m1",reason="RPM_LIMIT",tenant="b"} 1
+pacegate_released_total{model="_other"} 2
 pacegate_released_total{model="m1"} 1
 pacegate_requests_total{model="_other",outcome="ok",tenant="_other"} 1
 pacegate_requests_total{model="m1",outcome="ok",tenant="_other"} 1
 pacegate_requests_total{model="m1",outcome="ok",tenant="a"} 2
 pacegate_requests_total{model="m1",outcome="rejected",tenant="b"} 1
 pacegate_suspends_total{model="m1",reason="pace"} 1
+pacegate_time_to_first_token_seconds_count{model="_other"} 0
 pacegate_time_to_first_token_seconds_bucket{model="m1",le="2.5"} 1
 pacegate_time_to_first_token_seconds_count{model="m1"} 1
 pacegate_upstream_errors_total{upstream="http://u1"} 2
-pacegate_upstream_responses_total{code="200",upstream="http://u1"} 2`
+pacegate_upstream_responses_total{code="200",upstream="http://u1"} 2
+pacegate_upstream_responses_total{code="503",upstream="http://u1"} 1`
 	got := scrape(t, m, "pacegate_consumer", "pacegate_dropped", "pacegate_queue_wait_seconds_bucket{model=\"m1\",le=\"0.25\"}",
 		"pacegate_queue_wait_seconds_bucket{model=\"m1\",le=\"0.5\"}", "pacegate_queue_wait_seconds_sum", "pacegate_queue_wait_seconds_count",
 		"pacegate_rejected", "pacegate_released", "pacegate_requests", "pacegate_suspends",
@@ -85,6 +99,12 @@ pacegate_upstream_responses_total{code="200",upstream="http://u1"} 2`
 		"pacegate_upstream_")
 	if got != want {
 		t.Fatalf("scrape:\n%s\nwant:\n%s", got, want)
+	}
+	var cached []string // the series cache grows with the admitted values only
+	m.byModel.Range(func(k, _ any) bool { cached = append(cached, k.(string)); return true })
+	slices.Sort(cached)
+	if !slices.Equal(cached, []string{OtherLabel, "m1"}) {
+		t.Errorf("model series cached for %v, want [_other m1]", cached)
 	}
 }
 
