@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacegate/pacegate/consume/embedded"
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
 )
 
@@ -39,13 +38,12 @@ defaults: {rate: 0.2, backlog: 100, max_wait: 10s}
 	// It leaves the bucket's backlog when its handler sees the
 	// disconnect, before its slot (5 s after the first request) comes:
 	// its message is still in the LiteTopic then...
-	liteTopic := func() int { return s.app.Queue.Backend().(*embedded.Engine).Stats().Messages }
 	eventually(t, time.Minute, "the cancelled request to leave the backlog", func() bool { return s.app.Queue.Backlog(k) == 0 })
-	if n := liteTopic(); n != 1 {
+	if n := s.liteTopicMessages(); n != 1 {
 		t.Fatalf("LiteTopic backlog = %d when the request left its bucket, want 1: it left only when its slot came", n)
 	}
 	// ...and when its slot comes the consumer drops it.
-	eventually(t, time.Minute, "the consumer to drop the message", func() bool { return liteTopic() == 0 })
+	eventually(t, time.Minute, "the consumer to drop the message", func() bool { return s.liteTopicMessages() == 0 })
 	if n := len(sim.Arrivals()); n != 1 {
 		t.Fatalf("the model saw %d requests, want only the first", n)
 	}

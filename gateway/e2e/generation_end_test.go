@@ -14,7 +14,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
-	"github.com/pacegate/pacegate/consume/embedded"
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
 )
 
@@ -174,8 +173,7 @@ func TestDisconnectWhileQueuedOnEveryGenerationRoute(t *testing.T) {
 			<-done
 			eventually(t, time.Minute, "the cancelled request to leave its bucket", func() bool { return s.app.Queue.Backlog(k) == 0 })
 			// When its slot comes, its message leaves the LiteTopic, dropped.
-			liteTopic := func() int { return s.app.Queue.Backend().(*embedded.Engine).Stats().Messages }
-			eventually(t, time.Minute, "its message to leave the LiteTopic at its slot", func() bool { return liteTopic() == 0 })
+			eventually(t, time.Minute, "its message to leave the LiteTopic at its slot", func() bool { return s.liteTopicMessages() == 0 })
 			if n := len(sim.Arrivals()); n != 1 {
 				t.Fatalf("the model saw %d requests, want only the first", n)
 			}

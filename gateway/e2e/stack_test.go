@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacegate/pacegate/consume/embedded"
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
 	"github.com/pacegate/pacegate/gateway/app"
 	"github.com/pacegate/pacegate/policy"
@@ -193,6 +194,12 @@ func startStackLimited(t testing.TB, slots int, body string, sims ...*simServer)
 		cancel()
 	})
 	return &stack{t: t, app: a, sims: sims, url: a.URL()}
+}
+
+// liteTopicMessages is how many messages the embedded engine holds, in
+// every LiteTopic: a dropped request's leaves only when its slot comes.
+func (s *stack) liteTopicMessages() int {
+	return s.app.Queue.Backend().(*embedded.Engine).Stats().Messages
 }
 
 // post sends a JSON body with key and returns the response.
