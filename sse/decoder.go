@@ -32,6 +32,14 @@ type Event struct {
 	Retry time.Duration
 	// Comment marks a ":" line, returned only [WithComments].
 	Comment bool
+	// Raw is the event's frame as it arrived, when that is the frame a
+	// [Writer] writes for it: "data: " + Data + "\n\n", after
+	// "event: " + Event + "\n" for a named event. [Writer.Frame] then
+	// sends it as it is, neither copied nor re-framed. It is nil for any
+	// other frame (an id or retry field, several data lines, CR line
+	// ends, "data:" without its space, or a frame read in pieces), and
+	// like Data it is the caller's from Next and borrowed from Borrow.
+	Raw []byte
 }
 
 // Option configures a [Decoder].
@@ -62,6 +70,7 @@ type Decoder struct {
 	started  bool  // the first line (which may carry a BOM) was seen
 	max      int
 	comments bool
+	byLine   bool // never take an event whole: tests hold the two paths to each other
 
 	// the event being built
 	data    []byte
@@ -101,7 +110,13 @@ func (d *Decoder) Init(r io.Reader, room []byte, opts ...Option) {
 // truncated stream). Errors are terminal.
 func (d *Decoder) Next() (Event, error) {
 	ev, err := d.Borrow()
-	if err == nil {
+	switch {
+	case err != nil:
+	case ev.Raw != nil: // Data lies in Raw, just before its blank line
+		at := len(ev.Raw) - len("\n\n") - len(ev.Data)
+		ev.Raw = bytes.Clone(ev.Raw)
+		ev.Data = ev.Raw[at : at+len(ev.Data)]
+	default:
 		ev.Data = bytes.Clone(ev.Data)
 	}
 	return ev, err
@@ -113,6 +128,13 @@ func (d *Decoder) Next() (Event, error) {
 // stream without an allocation per event.
 func (d *Decoder) Borrow() (Event, error) {
 	for d.err == nil {
+		ev, w := d.whole()
+		if w == whole {
+			return ev, nil
+		}
+		if w == partial && d.rerr == nil && d.fill() {
+			continue
+		}
 		line, err := d.line()
 		if err != nil {
 			d.err = err

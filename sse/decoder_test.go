@@ -28,8 +28,20 @@ func render(d *Decoder) string {
 			return b.String()
 		}
 		fmt.Fprintf(&b, "id=%q event=%q retry=%s comment=%v data=%q\n", ev.ID, ev.Event, ev.Retry, ev.Comment, ev.Data)
+		if ev.Raw != nil && string(ev.Raw) != frameOf(ev) {
+			fmt.Fprintf(&b, "raw %q is not the event's frame %q\n", ev.Raw, frameOf(ev))
+		}
 	}
 	return b.String() + "end: too many events\n"
+}
+
+// frameOf is the frame a Writer writes for ev.
+func frameOf(ev Event) string {
+	var rec strings.Builder
+	if ev.Event != "" {
+		rec.WriteString("event: " + ev.Event + "\n")
+	}
+	return rec.String() + string(appendField(nil, "data: ", ev.Data)) + "\n"
 }
 
 func TestDecoderGolden(t *testing.T) {

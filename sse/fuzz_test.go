@@ -9,8 +9,10 @@ import (
 )
 
 // FuzzDecoder checks that decoding does not depend on how the input is
-// split across reads: the whole input, every two-part split and a 1-byte
-// reader must yield the same events and the same final error.
+// split across reads, nor on whether an event is taken whole (see
+// Event.Raw): the input read line by line, the whole input, every
+// two-part split and a 1-byte reader must yield the same events and the
+// same final error, and every Raw must be its event's frame.
 func FuzzDecoder(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.sse")
 	for _, name := range files {
@@ -31,22 +33,28 @@ func FuzzDecoder(f *testing.F) {
 			opts = append(opts, WithMaxEventBytes(int(small)))
 		}
 		opts = append(opts, WithComments())
-		want := render(NewDecoder(bytes.NewReader(in), opts...))
+		want := render(NewDecoder(bytes.NewReader(in), append(opts, byLine)...))
+		if got := render(NewDecoder(bytes.NewReader(in), opts...)); got != want {
+			t.Fatalf("whole:\n%s\nline by line:\n%s", got, want)
+		}
 		if got := render(NewDecoder(iotest.OneByteReader(bytes.NewReader(in)), opts...)); got != want {
-			t.Fatalf("1-byte reader:\n%s\nwhole:\n%s", got, want)
+			t.Fatalf("1-byte reader:\n%s\nline by line:\n%s", got, want)
 		}
 		for _, room := range []int{16, 4096} { // a Decoder read into room it was given
 			var d Decoder
 			d.Init(bytes.NewReader(in), make([]byte, room), opts...)
 			if got := render(&d); got != want {
-				t.Fatalf("room of %d bytes:\n%s\nwhole:\n%s", room, got, want)
+				t.Fatalf("room of %d bytes:\n%s\nline by line:\n%s", room, got, want)
 			}
 		}
 		for i := 1; i < len(in); i++ {
 			r := &chunkReader{chunks: []string{string(in[:i]), string(in[i:])}}
 			if got := render(NewDecoder(r, opts...)); got != want {
-				t.Fatalf("split at %d:\n%s\nwhole:\n%s", i, got, want)
+				t.Fatalf("split at %d:\n%s\nline by line:\n%s", i, got, want)
 			}
 		}
 	})
 }
+
+// byLine makes a Decoder read every event line by line.
+func byLine(d *Decoder) { d.byLine = true }

@@ -27,6 +27,9 @@ type Writer struct {
 	shared bool       // set by NewWriter: lock mu
 	w      http.ResponseWriter
 	rc     http.ResponseController
+	// flush is w's own FlushError when it has one: rc.Flush would find
+	// it again on every event, a dynamic interface lookup.
+	flush  interface{ FlushError() error }
 	header bool
 	err    error
 	buf    []byte // frame scratch, reused so Data does not allocate; starts as room
@@ -65,6 +68,7 @@ func (sw *Writer) InitSerial(w http.ResponseWriter) { sw.init(w, false) }
 
 func (sw *Writer) init(w http.ResponseWriter, shared bool) {
 	sw.shared, sw.w, sw.rc = shared, w, *http.NewResponseController(w)
+	sw.flush, _ = w.(interface{ FlushError() error })
 	sw.buf = sw.room[:0]
 }
 
@@ -147,26 +151,52 @@ func (sw *Writer) Comment(text string) error {
 	return sw.send()
 }
 
+// Frame sends an event a Decoder read, in the frame it arrived in (its
+// Event.Raw), as it is: what Data or Event would send for it, without
+// building the frame again. A frame that does not end in a blank line is
+// refused, and nothing is written.
+func (sw *Writer) Frame(raw []byte) error {
+	if !bytes.HasSuffix(raw, blankLine) {
+		return errors.New("sse: a frame must end in a blank line")
+	}
+	sw.lock()
+	defer sw.unlock()
+	return sw.write(raw)
+}
+
+var blankLine = []byte("\n\n")
+
 // Done sends the OpenAI end-of-stream marker "data: [DONE]\n\n".
 func (sw *Writer) Done() error { return sw.Data(doneData) }
 
 var doneData = []byte("[DONE]")
 
 // send writes sw.buf and flushes; requires sw.lock held.
-func (sw *Writer) send() error {
+func (sw *Writer) send() error { return sw.write(sw.buf) }
+
+// write writes frame and flushes; requires sw.lock held.
+func (sw *Writer) write(frame []byte) error {
 	if sw.err != nil {
 		return sw.err
 	}
 	sw.writeHeader(http.StatusOK)
-	if _, err := sw.w.Write(sw.buf); err != nil {
+	if _, err := sw.w.Write(frame); err != nil {
 		sw.err = fmt.Errorf("%w: %w", ErrWritingDownstream, err)
 		return sw.err
 	}
-	if err := sw.rc.Flush(); err != nil {
+	if err := sw.flushNow(); err != nil {
 		sw.err = fmt.Errorf("%w: flush: %w", ErrWritingDownstream, err)
 		return sw.err
 	}
 	return nil
+}
+
+// flushNow flushes w as http.ResponseController.Flush would.
+func (sw *Writer) flushNow() error {
+	if sw.flush != nil {
+		return sw.flush.FlushError()
+	}
+	return sw.rc.Flush()
 }
 
 // appendField appends prefix+line+"\n" for each line of p, splitting on
