@@ -91,6 +91,11 @@ type Event struct {
 	// Data received from a Pending is valid until the next event is
 	// received from it (the Pending reuses its buffers; copy to keep).
 	Data []byte
+	// Frame is, on an EventChunk, the SSE frame the upstream sent it in,
+	// when that is the frame the gateway would write for it (see
+	// sse.Event.Raw): it is then written as it came. Valid as long as
+	// Data; nil on the Pending's channel, whose copy keeps Data alone.
+	Frame []byte
 	// Reading is what the event says of the response's usage, read once
 	// by the relay in its pass over the bytes; zero when the producer
 	// did not read it (see [Tally.Observe]).
@@ -197,7 +202,7 @@ func (p *Pending) Send(ev Event) error {
 		return p.sink.Deliver(ev)
 	}
 	if ev.Kind == EventChunk {
-		ev.Data = p.keep(ev.Data)
+		ev.Data, ev.Frame = p.keep(ev.Data), nil
 	}
 	select {
 	case p.events <- ev:

@@ -168,7 +168,12 @@ func (s *Server) jsonEvent(w http.ResponseWriter, x *exchange, ev consume.Event)
 	return "", false
 }
 
+// writeChunk writes a chunk in the frame it came in when it can (one
+// write of the upstream's bytes), else frames it anew.
 func writeChunk(sw *sse.Writer, ev consume.Event) error {
+	if ev.Frame != nil {
+		return sw.Frame(ev.Frame)
+	}
 	if ev.Name != "" {
 		return sw.Event(ev.Name, ev.Data)
 	}

@@ -54,12 +54,40 @@ func TestDoStreamEventSequence(t *testing.T) {
 	if got := kinds(rec.evs); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	for _, ev := range rec.evs[1:] { // the sim frames as a Writer does: each chunk comes in its frame
+		if want := "data: " + string(ev.Data) + "\n\n"; string(ev.Frame) != want {
+			t.Errorf("frame %q, want %q", ev.Frame, want)
+		}
+	}
 	hdr := rec.evs[0].Header
 	if hdr.Get("Content-Type") != "text/event-stream; charset=utf-8" || hdr.Get("X-Request-Id") != "r1" {
 		t.Errorf("header %v", hdr)
 	}
 	if st := p.Stats()[0]; st.InFlight != 0 {
 		t.Errorf("slot not released: %+v", st)
+	}
+}
+
+// A chunk framed otherwise than a Writer would frame it (no space after
+// "data:", CRLF line ends) comes without its frame, to be framed anew.
+func TestDoStreamOtherFrames(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data:{\"a\":1}\n\ndata: {\"b\":2}\r\n\r\ndata: {\"c\":3}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(ts.Close)
+	p := newPool(t, UpstreamConfig{URL: ts.URL, Models: []string{"m"}})
+	var rec recordEvents
+	if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, ""), rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range rec.evs[1:] {
+		got = append(got, fmt.Sprintf("%s %q", ev.Data, ev.Frame))
+	}
+	want := []string{`{"a":1} ""`, `{"b":2} ""`, `{"c":3} "data: {\"c\":3}\n\n"`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("chunks and frames:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

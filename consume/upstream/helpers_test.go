@@ -45,7 +45,7 @@ type recordEvents struct {
 func (r *recordEvents) emit(ev consume.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ev.Data = bytes.Clone(ev.Data) // valid only during the call
+	ev.Data, ev.Frame = bytes.Clone(ev.Data), bytes.Clone(ev.Frame) // valid only during the call
 	r.evs = append(r.evs, ev)
 	return nil
 }

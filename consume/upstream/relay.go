@@ -82,7 +82,7 @@ func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io
 		if !valid {
 			return s.malformed(ctx, "a data event is not JSON")
 		}
-		if err := emit(consume.Event{Kind: consume.EventChunk, Name: ev.Event, Data: ev.Data, Reading: reading}); err != nil {
+		if err := emit(consume.Event{Kind: consume.EventChunk, Name: ev.Event, Data: ev.Data, Frame: ev.Raw, Reading: reading}); err != nil {
 			return err
 		}
 		if shape.Named() && shape.Ends(ev.Event, ev.Data) {

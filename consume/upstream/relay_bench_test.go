@@ -106,6 +106,9 @@ func relayInlineOnce(tb testing.TB, p *Pool, n int) {
 			return nil
 		}
 		tally.Observe(&ev)
+		if ev.Frame != nil { // as the gateway writes it: the frame it came in
+			return sw.Frame(ev.Frame)
+		}
 		return sw.Data(ev.Data)
 	})
 	if err != nil || tally.Streamed != int64(n) || !tally.Final {
