@@ -15,7 +15,9 @@
 // [Decoder] parses a stream incrementally from any io.Reader and yields
 // the same events however the input is split across reads; its Borrow
 // method lends the event's data instead of copying it, for a relay that
-// passes each event on before reading the next. [Writer]
+// passes each event on before reading the next, and an event that came
+// in the frame a Writer would give it also lends that frame
+// ([Event.Raw]), which [Writer.Frame] sends as it is. [Writer]
 // frames events onto an http.ResponseWriter and flushes every one of
 // them: a token sitting in a proxy or kernel buffer is latency the client
 // sees, and an unflushed keep-alive keeps nothing alive.
