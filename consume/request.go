@@ -96,6 +96,14 @@ type Event struct {
 	// sse.Event.Raw): it is then written as it came. Valid as long as
 	// Data; nil on the Pending's channel, whose copy keeps Data alone.
 	Frame []byte
+	// More says, on an EventChunk, that the stream's next event is
+	// already in the relay's hands and follows at once: a writer may
+	// leave this one unflushed, so that both go out in one write. Ends
+	// says that what follows at once is the stream's clean end (an
+	// OpenAI stream's [DONE]): a writer may write the end with it. A
+	// writer that holds an event must flush it with the next event it
+	// gets, whatever that is, or at once if it drops that event.
+	More, Ends bool
 	// Reading is what the event says of the response's usage, read once
 	// by the relay in its pass over the bytes; zero when the producer
 	// did not read it (see [Tally.Observe]).

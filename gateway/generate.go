@@ -31,6 +31,7 @@ type exchange struct {
 	status    int           // a JSON answer's status (non-streamed requests)
 	header    http.Header   // a JSON answer's headers
 	wroteBody bool          // that answer was sent
+	wroteDone bool          // a stream's end ([DONE]) was sent with its last chunk
 
 	sink responseSink // its response's writing state (openSink), in the same allocation
 }

@@ -114,10 +114,7 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 		}
 	case consume.EventChunk:
 		s.learnID(x, ev.Name, ev.Data)
-		if !s.forwardChunk(x, &ev) {
-			return "", false
-		}
-		if err := writeChunk(sw, ev); err != nil {
+		if err := s.relayChunk(sw, x, &ev); err != nil {
 			return OutcomeClientGone, true
 		}
 	case consume.EventError:
@@ -129,7 +126,7 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 			return OutcomeOK, true
 		}
 		sw.WriteHeader(http.StatusOK)
-		if !x.rt.shape.Named() {
+		if !x.rt.shape.Named() && !x.wroteDone {
 			_ = sw.Done()
 		}
 		return OutcomeOK, true
@@ -168,10 +165,35 @@ func (s *Server) jsonEvent(w http.ResponseWriter, x *exchange, ev consume.Event)
 	return "", false
 }
 
+// relayChunk writes a chunk the client gets, or drops one it does not
+// (see forwardChunk). What the relay says follows at once goes out in
+// the same write: an event held for its successor is flushed by the
+// next one written, or here when that one is dropped; an OpenAI stream's
+// [DONE] is written with its last chunk (not again at the end).
+func (s *Server) relayChunk(sw *sse.Writer, x *exchange, ev *consume.Event) error {
+	if s.forwardChunk(x, ev) {
+		if err := writeChunk(sw, *ev); err != nil {
+			return err
+		}
+	}
+	switch {
+	case ev.Ends:
+		x.wroteDone = true
+		return sw.Done()
+	case !ev.More:
+		return sw.Flush()
+	}
+	return nil
+}
+
 // writeChunk writes a chunk in the frame it came in when it can (one
-// write of the upstream's bytes), else frames it anew.
+// write of the upstream's bytes), held for what follows at once, else
+// frames it anew.
 func writeChunk(sw *sse.Writer, ev consume.Event) error {
-	if ev.Frame != nil {
+	switch {
+	case ev.Frame != nil && (ev.More || ev.Ends):
+		return sw.FrameHeld(ev.Frame)
+	case ev.Frame != nil:
 		return sw.Frame(ev.Frame)
 	}
 	if ev.Name != "" {

@@ -20,5 +20,8 @@
 // ([Event.Raw]), which [Writer.Frame] sends as it is. [Writer]
 // frames events onto an http.ResponseWriter and flushes every one of
 // them: a token sitting in a proxy or kernel buffer is latency the client
-// sees, and an unflushed keep-alive keeps nothing alive.
+// sees, and an unflushed keep-alive keeps nothing alive. The one
+// exception is [Writer.FrameHeld], for an event whose successor has
+// already arrived ([Decoder.Peek] says so): both go out in one write,
+// and neither waits for anything.
 package sse

@@ -2,6 +2,7 @@ package sse
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -47,6 +48,7 @@ func FuzzDecoder(f *testing.F) {
 				t.Fatalf("room of %d bytes:\n%s\nline by line:\n%s", room, got, want)
 			}
 		}
+		checkPeek(t, in, opts)
 		for i := 1; i < len(in); i++ {
 			r := &chunkReader{chunks: []string{string(in[:i]), string(in[i:])}}
 			if got := render(NewDecoder(r, opts...)); got != want {
@@ -58,3 +60,33 @@ func FuzzDecoder(f *testing.F) {
 
 // byLine makes a Decoder read every event line by line.
 func byLine(d *Decoder) { d.byLine = true }
+
+// checkPeek holds Peek to its promise: the event it lends is the next
+// Borrow's, which reads nothing to return it.
+func checkPeek(t *testing.T, in []byte, opts []Option) {
+	r := &countingReader{r: bytes.NewReader(in)}
+	d := NewDecoder(r, opts...)
+	promised, ok, reads := "", false, 0
+	for i := 0; i < 1<<16; i++ {
+		ev, err := d.Borrow()
+		if ok && (err != nil || string(ev.Data) != promised || r.reads != reads) {
+			t.Fatalf("Peek promised %q; Borrow gave %q, %v after %d more reads", promised, ev.Data, err, r.reads-reads)
+		}
+		if err != nil {
+			return
+		}
+		var next []byte
+		next, ok = d.Peek()
+		promised, reads = string(next), r.reads
+	}
+}
+
+type countingReader struct {
+	r     io.Reader
+	reads int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p)
+}

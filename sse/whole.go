@@ -37,51 +37,83 @@ func (d *Decoder) whole() (Event, wholeness) {
 		d.skipLF = false
 	}
 	rest := d.buf[d.off:]
+	f, w := d.frameAt(rest)
+	if w != whole {
+		return Event{}, w
+	}
+	d.off += f.size
+	d.started = true
+	ev := Event{ID: d.id, Retry: d.retry, Data: f.data, Raw: rest[:f.size]}
+	if f.name != nil {
+		ev.Event = reuse(d.lastEvent, f.name)
+		d.lastEvent = ev.Event
+	}
+	return ev, whole
+}
+
+// Peek returns the data of the next event without taking it, when it
+// lies whole in what was read in a Writer's own frame (see Event.Raw):
+// an event that is already here and will come from the next Borrow
+// without a read. It reports false otherwise (nothing, or not all of it,
+// has arrived; or it is framed otherwise). The data is valid until the
+// next Borrow.
+func (d *Decoder) Peek() ([]byte, bool) {
+	if d.dirty || d.byLine {
+		return nil, false
+	}
+	rest := d.buf[d.off:]
+	if d.skipLF && len(rest) > 0 && rest[0] == '\n' {
+		rest = rest[1:]
+	}
+	f, w := d.frameAt(rest)
+	return f.data, w == whole
+}
+
+// frame is where a whole frame lies at the start of the input.
+type frame struct {
+	name, data []byte // name is nil without an event line
+	size       int
+}
+
+// frameAt finds the frame at the start of rest, which starts a line.
+func (d *Decoder) frameAt(rest []byte) (frame, wholeness) {
 	if !d.started {
 		if bytes.HasPrefix(rest, bom) {
-			return Event{}, other
+			return frame{}, other
 		}
 		if len(rest) < len(bom) && bytes.HasPrefix(bom, rest) {
-			return Event{}, partial
+			return frame{}, partial
 		}
 	}
 	name, body := []byte(nil), rest
 	switch starts(rest, eventPrefix) {
 	case partial:
-		return Event{}, partial
+		return frame{}, partial
 	case whole:
 		i := indexEOL(rest)
 		if i < 0 {
-			return Event{}, d.unlessTooLong(rest)
+			return frame{}, d.unlessTooLong(rest)
 		}
 		if i == len(eventPrefix) || rest[i] != '\n' || i > d.max {
-			return Event{}, other // no name: a Writer sends none
+			return frame{}, other // no name: a Writer sends none
 		}
 		name, body = rest[len(eventPrefix):i], rest[i+1:]
 	}
 	if w := starts(body, dataPrefix); w != whole {
-		return Event{}, w
+		return frame{}, w
 	}
 	j := indexEOL(body)
 	switch {
 	case j < 0:
-		return Event{}, d.unlessTooLong(rest)
+		return frame{}, d.unlessTooLong(rest)
 	case j > d.max || body[j] != '\n':
-		return Event{}, other
+		return frame{}, other
 	case j+1 == len(body):
-		return Event{}, partial // the blank line is still to come
+		return frame{}, partial // the blank line is still to come
 	case body[j+1] != '\n':
-		return Event{}, other
+		return frame{}, other
 	}
-	frame := len(rest) - len(body) + j + 2
-	d.off += frame
-	d.started = true
-	ev := Event{ID: d.id, Retry: d.retry, Data: body[len(dataPrefix):j], Raw: rest[:frame]}
-	if name != nil {
-		ev.Event = reuse(d.lastEvent, name)
-		d.lastEvent = ev.Event
-	}
-	return ev, whole
+	return frame{name: name, data: body[len(dataPrefix):j], size: len(rest) - len(body) + j + 2}, whole
 }
 
 // starts says whether b starts with prefix (whole), may still (partial:

@@ -96,3 +96,66 @@ func TestWriterFrame(t *testing.T) {
 		t.Fatalf("body %q, %d flushes, type %q; want %q, 2", fc.Body, fc.flushes, fc.Header().Get("Content-Type"), want)
 	}
 }
+
+// Peek lends the next event's data when it is here whole in a Writer's
+// frame, without taking it: the next Borrow returns that event.
+func TestDecoderPeek(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		next string // "" when Peek must say no
+	}{
+		{"data: 1\n\ndata: 2\n\n", "2"},
+		{"data: 1\n\nevent: e\ndata: 2\n\n", "2"},
+		{"data: 1\n\ndata: [DONE]\n\n", "[DONE]"},
+		{"data: 1\n\n", ""},
+		{"data: 1\n\ndata: 2\n", ""},           // its blank line has not arrived
+		{"data: 1\n\n: note\ndata: 2\n\n", ""}, // a comment first: not a Writer's frame
+		{"data: 1\n\ndata:2\n\n", ""},
+		{"data: 1\r\rdata: 2\n\n", "2"},     // CR line ends before it do not matter
+		{"data: 1\r\n\r\ndata: 2\n\n", "2"}, // the LF of the last CRLF is skipped
+	} {
+		d := NewDecoder(strings.NewReader(c.in))
+		if _, err := d.Borrow(); err != nil {
+			t.Fatalf("%q: %v", c.in, err)
+		}
+		next, ok := d.Peek()
+		if ok != (c.next != "") || string(next) != c.next {
+			t.Errorf("%q: Peek %q, %v; want %q", c.in, next, ok, c.next)
+			continue
+		}
+		if ev, err := d.Borrow(); ok && (err != nil || string(ev.Data) != c.next) {
+			t.Errorf("%q: the next event is %q, %v; Peek said %q", c.in, ev.Data, err, c.next)
+		}
+	}
+}
+
+// FrameHeld writes without flushing: the next event's flush, or Flush,
+// sends both at once; Flush with nothing held sends nothing.
+func TestWriterFrameHeld(t *testing.T) {
+	fc := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	sw := NewSerialWriter(wrappedRW{fc})
+	if err := sw.FrameHeld([]byte("data: 1")); err == nil || sw.HeaderWritten() {
+		t.Fatalf("a frame without its blank line: %v, header written %v", err, sw.HeaderWritten())
+	}
+	steps := []struct {
+		do      func() error
+		flushes int
+	}{
+		{func() error { return sw.FrameHeld([]byte("data: 1\n\n")) }, 0},
+		{func() error { return sw.FrameHeld([]byte("event: e\ndata: 2\n\n")) }, 0},
+		{sw.Done, 1},
+		{sw.Flush, 1},
+		{func() error { return sw.FrameHeld([]byte("data: 3\n\n")) }, 1},
+		{sw.Flush, 2},
+		{sw.Flush, 2},
+	}
+	for i, s := range steps {
+		if err := s.do(); err != nil || fc.flushes != s.flushes {
+			t.Fatalf("step %d: %v, %d flushes; want %d", i, err, fc.flushes, s.flushes)
+		}
+	}
+	const want = "data: 1\n\nevent: e\ndata: 2\n\ndata: [DONE]\n\ndata: 3\n\n"
+	if fc.Body.String() != want {
+		t.Fatalf("body %q, want %q", fc.Body, want)
+	}
+}

@@ -31,6 +31,7 @@ type Writer struct {
 	// it again on every event, a dynamic interface lookup.
 	flush  interface{ FlushError() error }
 	header bool
+	held   bool // a frame was written and not yet flushed (FrameHeld)
 	err    error
 	buf    []byte // frame scratch, reused so Data does not allocate; starts as room
 	// room holds a token chunk's frame: with rc, it keeps what an event
@@ -157,14 +158,41 @@ func (sw *Writer) Comment(text string) error {
 // refused, and nothing is written.
 func (sw *Writer) Frame(raw []byte) error {
 	if !bytes.HasSuffix(raw, blankLine) {
-		return errors.New("sse: a frame must end in a blank line")
+		return errNotAFrame
 	}
 	sw.lock()
 	defer sw.unlock()
 	return sw.write(raw)
 }
 
-var blankLine = []byte("\n\n")
+var (
+	blankLine    = []byte("\n\n")
+	errNotAFrame = errors.New("sse: a frame must end in a blank line")
+)
+
+// FrameHeld is Frame without the flush: the frame waits in the response's
+// buffer for the next event's flush, or for Flush. A relay holds an event
+// whose successor is already in its hands, so that both go out in one
+// write; it must then send that successor, or call Flush, before it
+// waits for anything.
+func (sw *Writer) FrameHeld(raw []byte) error {
+	if !bytes.HasSuffix(raw, blankLine) {
+		return errNotAFrame
+	}
+	sw.lock()
+	defer sw.unlock()
+	return sw.put(raw)
+}
+
+// Flush sends what FrameHeld holds; without it, it does nothing.
+func (sw *Writer) Flush() error {
+	sw.lock()
+	defer sw.unlock()
+	if !sw.held || sw.err != nil {
+		return sw.err
+	}
+	return sw.flushHeld()
+}
 
 // Done sends the OpenAI end-of-stream marker "data: [DONE]\n\n".
 func (sw *Writer) Done() error { return sw.Data(doneData) }
@@ -176,6 +204,14 @@ func (sw *Writer) send() error { return sw.write(sw.buf) }
 
 // write writes frame and flushes; requires sw.lock held.
 func (sw *Writer) write(frame []byte) error {
+	if err := sw.put(frame); err != nil {
+		return err
+	}
+	return sw.flushHeld()
+}
+
+// put writes frame without flushing; requires sw.lock held.
+func (sw *Writer) put(frame []byte) error {
 	if sw.err != nil {
 		return sw.err
 	}
@@ -184,6 +220,13 @@ func (sw *Writer) write(frame []byte) error {
 		sw.err = fmt.Errorf("%w: %w", ErrWritingDownstream, err)
 		return sw.err
 	}
+	sw.held = true
+	return nil
+}
+
+// flushHeld flushes; requires sw.lock held.
+func (sw *Writer) flushHeld() error {
+	sw.held = false
 	if err := sw.flushNow(); err != nil {
 		sw.err = fmt.Errorf("%w: flush: %w", ErrWritingDownstream, err)
 		return sw.err

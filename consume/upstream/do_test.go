@@ -91,6 +91,52 @@ func TestDoStreamOtherFrames(t *testing.T) {
 	}
 }
 
+// What follows a chunk at once, read already, is said on it: another
+// event (More) or [DONE] (Ends); nothing after a named stream's last
+// event, and nothing when the next event has not arrived.
+func TestDoStreamSaysWhatFollows(t *testing.T) {
+	next := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		switch r.URL.Path {
+		case "/v1/responses":
+			fmt.Fprint(w, "event: response.created\ndata: {}\n\nevent: response.completed\ndata: {}\n\nevent: x\ndata: {}\n\n")
+		default:
+			fmt.Fprint(w, "data: {\"a\":1}\n\n")
+			http.NewResponseController(w).Flush()
+			<-next // the relay has emitted a, alone
+			fmt.Fprint(w, "data: {\"b\":2}\n\ndata: {\"c\":3}\n\ndata: [DONE]\n\n")
+		}
+	}))
+	t.Cleanup(ts.Close)
+	p := newPool(t, UpstreamConfig{URL: ts.URL, Models: []string{"m"}})
+	run := func(req *consume.Request) []string {
+		var got []string
+		err := mustAcquire(t, p, "m").Do(t.Context(), req, func(ev consume.Event) error {
+			if ev.Kind == consume.EventChunk {
+				got = append(got, fmt.Sprintf("%s%s more=%v ends=%v", ev.Name, ev.Data, ev.More, ev.Ends))
+				if string(ev.Data) == `{"a":1}` {
+					close(next)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	want := []string{`{"a":1} more=false ends=false`, `{"b":2} more=true ends=false`, `{"c":3} more=false ends=true`}
+	if got := run(chatReq("r1", true, "")); !slices.Equal(got, want) {
+		t.Errorf("chat:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	responses := &consume.Request{ID: "r2", Key: chatReq("r2", true, "").Key, Path: "/v1/responses", Body: []byte(`{"model":"m","input":"hi","stream":true}`), Stream: true, Shape: consume.ShapeResponses}
+	want = []string{`response.created{} more=true ends=false`, `response.completed{} more=false ends=false`}
+	if got := run(responses); !slices.Equal(got, want) {
+		t.Errorf("responses:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func extractCreated(t *testing.T, evs []consume.Event) int64 {
 	t.Helper()
 	var c int64

@@ -82,13 +82,29 @@ func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io
 		if !valid {
 			return s.malformed(ctx, "a data event is not JSON")
 		}
-		if err := emit(consume.Event{Kind: consume.EventChunk, Name: ev.Event, Data: ev.Data, Frame: ev.Raw, Reading: reading}); err != nil {
+		more, ends := follows(d, shape, ev)
+		if err := emit(consume.Event{Kind: consume.EventChunk, Name: ev.Event, Data: ev.Data, Frame: ev.Raw,
+			More: more, Ends: ends, Reading: reading}); err != nil {
 			return err
 		}
 		if shape.Named() && shape.Ends(ev.Event, ev.Data) {
 			return nil
 		}
 	}
+}
+
+// follows says what follows ev at once, read already: another event
+// (more), or an OpenAI stream's [DONE] (ends); neither after the last
+// event of a named stream, which is relayed and ends the call.
+func follows(d *sse.Decoder, shape consume.Shape, ev sse.Event) (more, ends bool) {
+	next, ok := d.Peek()
+	switch {
+	case !ok || shape.Named() && shape.Ends(ev.Event, ev.Data):
+		return false, false
+	case !shape.Named() && shape.Ends("", next):
+		return false, true
+	}
+	return true, false
 }
 
 // streamReader is what a stream's relay keeps for the stream's length:
