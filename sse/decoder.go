@@ -37,8 +37,8 @@ type Event struct {
 	// "event: " + Event + "\n" for a named event. [Writer.Frame] then
 	// sends it as it is, neither copied nor re-framed. It is nil for any
 	// other frame (an id or retry field, several data lines, CR line
-	// ends, "data:" without its space, or a frame read in pieces), and
-	// like Data it is the caller's from Next and borrowed from Borrow.
+	// ends, "data:" without its space), and like Data it is the
+	// caller's from Next and borrowed from Borrow.
 	Raw []byte
 }
 

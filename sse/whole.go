@@ -58,7 +58,7 @@ func (d *Decoder) whole() (Event, wholeness) {
 // has arrived; or it is framed otherwise). The data is valid until the
 // next Borrow.
 func (d *Decoder) Peek() ([]byte, bool) {
-	if d.dirty || d.byLine {
+	if d.dirty || d.byLine || d.err != nil {
 		return nil, false
 	}
 	rest := d.buf[d.off:]
