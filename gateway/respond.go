@@ -88,7 +88,7 @@ func (s *Server) endStream(sink *responseSink, x *exchange, e *APIError, outcome
 
 // streamEvent writes one consumer event; done reports the end of the
 // response. Named events (Responses, Messages) keep their names.
-func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange, ev consume.Event) (outcome string, done bool) {
+func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange, ev *consume.Event) (outcome string, done bool) {
 	switch ev.Kind {
 	case consume.EventHeader:
 		s.markFirstByte(x, ev.At)
@@ -101,7 +101,7 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 		}
 		sw.WriteHeader(http.StatusOK)
 	case consume.EventBody:
-		x.tally.Observe(&ev)
+		x.tally.Observe(ev)
 		if !sw.HeaderWritten() {
 			copyContentType(w.Header(), x.header)
 			w.WriteHeader(http.StatusOK)
@@ -114,7 +114,7 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 		}
 	case consume.EventChunk:
 		s.learnID(x, ev.Name, ev.Data)
-		if err := s.relayChunk(sw, x, &ev); err != nil {
+		if err := s.relayChunk(sw, x, ev); err != nil {
 			return OutcomeClientGone, true
 		}
 	case consume.EventError:
@@ -137,13 +137,13 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 // jsonEvent writes one consumer event of a non-streamed request: the
 // client sees one JSON body or one error; done reports the end of the
 // response and its outcome.
-func (s *Server) jsonEvent(w http.ResponseWriter, x *exchange, ev consume.Event) (outcome string, done bool) {
+func (s *Server) jsonEvent(w http.ResponseWriter, x *exchange, ev *consume.Event) (outcome string, done bool) {
 	switch ev.Kind {
 	case consume.EventHeader:
 		x.status, x.header, x.upstream = ev.Status, ev.Header, ev.Upstream
 		s.markFirstByte(x, ev.At)
 	case consume.EventBody:
-		x.tally.Observe(&ev)
+		x.tally.Observe(ev)
 		s.learnID(x, "", ev.Data)
 		if !x.wroteBody {
 			copyContentType(w.Header(), x.header)
@@ -172,7 +172,7 @@ func (s *Server) jsonEvent(w http.ResponseWriter, x *exchange, ev consume.Event)
 // [DONE] is written with its last chunk (not again at the end).
 func (s *Server) relayChunk(sw *sse.Writer, x *exchange, ev *consume.Event) error {
 	if s.forwardChunk(x, ev) {
-		if err := writeChunk(sw, *ev); err != nil {
+		if err := writeChunk(sw, ev); err != nil {
 			return err
 		}
 	}
@@ -189,7 +189,7 @@ func (s *Server) relayChunk(sw *sse.Writer, x *exchange, ev *consume.Event) erro
 // writeChunk writes a chunk in the frame it came in when it can (one
 // write of the upstream's bytes), held for what follows at once, else
 // frames it anew.
-func writeChunk(sw *sse.Writer, ev consume.Event) error {
+func writeChunk(sw *sse.Writer, ev *consume.Event) error {
 	switch {
 	case ev.Frame != nil && (ev.More || ev.Ends):
 		return sw.FrameHeld(ev.Frame)
