@@ -156,14 +156,7 @@ func (sw *Writer) Comment(text string) error {
 // Event.Raw), as it is: what Data or Event would send for it, without
 // building the frame again. A frame that does not end in a blank line is
 // refused, and nothing is written.
-func (sw *Writer) Frame(raw []byte) error {
-	if !bytes.HasSuffix(raw, blankLine) {
-		return errNotAFrame
-	}
-	sw.lock()
-	defer sw.unlock()
-	return sw.write(raw)
-}
+func (sw *Writer) Frame(raw []byte) error { return sw.frame(raw, true) }
 
 var (
 	blankLine    = []byte("\n\n")
@@ -175,12 +168,18 @@ var (
 // whose successor is already in its hands, so that both go out in one
 // write; it must then send that successor, or call Flush, before it
 // waits for anything.
-func (sw *Writer) FrameHeld(raw []byte) error {
+func (sw *Writer) FrameHeld(raw []byte) error { return sw.frame(raw, false) }
+
+// frame writes raw, a whole frame, and flushes it if flush is set.
+func (sw *Writer) frame(raw []byte, flush bool) error {
 	if !bytes.HasSuffix(raw, blankLine) {
 		return errNotAFrame
 	}
 	sw.lock()
 	defer sw.unlock()
+	if flush {
+		return sw.write(raw)
+	}
 	return sw.put(raw)
 }
 

@@ -104,7 +104,11 @@ func TestDoStreamSaysWhatFollows(t *testing.T) {
 		default:
 			fmt.Fprint(w, "data: {\"a\":1}\n\n")
 			http.NewResponseController(w).Flush()
-			<-next // the relay has emitted a, alone
+			select { // the relay has emitted a, alone
+			case <-next:
+			case <-r.Context().Done():
+				return
+			}
 			fmt.Fprint(w, "data: {\"b\":2}\n\ndata: {\"c\":3}\n\ndata: [DONE]\n\n")
 		}
 	}))
