@@ -113,7 +113,9 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 			return OutcomeClientGone, true
 		}
 	case consume.EventChunk:
-		s.learnID(x, ev.Name, ev.Data)
+		if ev.Name != "" { // a stream's id comes in a named event (response.created)
+			s.learnID(x, ev.Name, ev.Data)
+		}
 		if err := s.relayChunk(sw, x, ev); err != nil {
 			return OutcomeClientGone, true
 		}

@@ -82,9 +82,16 @@ func (k *responseSink) Attach(p *consume.Pending) { k.x.pending = p }
 
 // Deliver implements consume.Sink: it writes ev to the client and ends
 // the response at its last event. Once the response is over (ended by
-// its last event, a failed write or the handler) or its context has
-// ended, it refuses everything with a context error, which stops the
-// upstream call like a client that left.
+// its last event, a failed write or the handler) it refuses everything
+// with a context error, which stops the upstream call like a client
+// that left; once its context has ended, it refuses every event but a
+// chunk.
+//
+// A chunk needs no look at the context: it is what the client asked
+// for, and the handler's end of the response (the timeout's error
+// event, or nothing for a client that left) follows it. Not reading the
+// context spares each chunk a miss in the cache (the context is an
+// object of its own, cold by the stream's next chunk).
 func (k *responseSink) Deliver(ev consume.Event) (err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -92,10 +99,13 @@ func (k *responseSink) Deliver(ev consume.Event) (err error) {
 	if k.over {
 		return context.Canceled
 	}
-	if err := k.x.ctx.Err(); err != nil {
-		// The client left or the timeout passed: the handler ends the
-		// response as it would have, not with what the aborted call says.
-		return err
+	if ev.Kind != consume.EventChunk {
+		if err := k.x.ctx.Err(); err != nil {
+			// The client left or the timeout passed: the handler ends
+			// the response as it would have, not with what the aborted
+			// call says.
+			return err
+		}
 	}
 	outcome, done := k.event(&ev)
 	if !done {

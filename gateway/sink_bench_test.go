@@ -53,7 +53,9 @@ func BenchmarkDeliverChunkCold(b *testing.B) {
 	sinks := make([]*responseSink, coldStreams)
 	keep := make([][]byte, coldStreams)
 	for i := range sinks {
-		x := &exchange{rt: rt, req: &apiRequest{Stream: true}, ctx: context.Background(),
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour) // a request's own, as in the handler
+		b.Cleanup(cancel)
+		x := &exchange{rt: rt, req: &apiRequest{Stream: true}, ctx: ctx,
 			tally: consume.Tally{Shape: rt.shape}, firstByte: time.Now()} // timed already: no observer here
 		sinks[i] = s.openSink(&deadlineDiscard{h: http.Header{}}, x)
 		keep[i] = make([]byte, coldGap) // its connection's buffers, between one stream's objects and the next's
