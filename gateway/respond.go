@@ -56,9 +56,6 @@ func (s *Server) respond(r *http.Request, x *exchange, sink *responseSink) strin
 			})
 		case <-x.ctx.Done(): // the client left, the timeout passed, or the cut
 			e, outcome := s.ended(r, x)
-			if e == nil {
-				return sink.finish(outcome)
-			}
 			return s.endStream(sink, x, e, outcome)
 		}
 	}
@@ -77,10 +74,19 @@ func (s *Server) ended(r *http.Request, x *exchange) (*APIError, string) {
 	return errTimeout(fmt.Sprintf("The request did not complete within %s.", s.cfg.RequestTimeout)), OutcomeTimeout
 }
 
-// endStream ends a response that is not over yet with e.
+// endStream ends a response that is not over yet with outcome, after
+// writing e when there is one. A stream whose [DONE] went out with its
+// last chunk is whole for its client, who may close its connection then,
+// before the body's end: while the call drains its upstream, such a
+// stream ends OK, with nothing written after its [DONE].
 func (s *Server) endStream(sink *responseSink, x *exchange, e *APIError, outcome string) string {
 	sink.run(func(w http.ResponseWriter, sw *sse.Writer) (string, bool) {
-		s.streamError(w, sw, x, e)
+		switch {
+		case x.wroteDone:
+			return OutcomeOK, true
+		case e != nil:
+			s.streamError(w, sw, x, e)
+		}
 		return outcome, true
 	})
 	return sink.finish(outcome)
@@ -120,6 +126,9 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 			return OutcomeClientGone, true
 		}
 	case consume.EventError:
+		if x.wroteDone { // whole for the client: nothing follows [DONE] (see endStream)
+			return OutcomeOK, true
+		}
 		e := s.upstreamErr(x, ev.Err)
 		s.streamError(w, sw, x, e)
 		return outcomeOfUpstream(e), true

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,12 +12,19 @@ import (
 	"github.com/pacegate/pacegate/consume"
 )
 
-// outcomeRecorder is panicAtFirstByte that also keeps each request's
-// outcome.
+// outcomeRecorder keeps each request's outcome, and passes the rest to
+// its Observer.
 type outcomeRecorder struct {
-	panicAtFirstByte
+	Observer
 	mu       sync.Mutex
 	outcomes []string
+}
+
+// recorded returns the outcomes so far.
+func (o *outcomeRecorder) recorded() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.outcomes)
 }
 
 func (o *outcomeRecorder) Request(_, _, outcome string) {
@@ -40,15 +48,13 @@ func TestAPanicWritingAResponseIsAnInternalError(t *testing.T) {
 		{"stream", `{"model":"m","messages":[],"stream":true}`, sseBody("data: {}\n\ndata: [DONE]\n\n")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			obs := &outcomeRecorder{}
+			obs := &outcomeRecorder{Observer: panicAtFirstByte{}}
 			logger, buf := testLogger()
 			r := newAPIRigWith(t, "", func(c *Config) { c.Observer, c.Logger = obs, logger }, tc.up)
 			w := r.call("POST", "/v1/chat/completions", tc.body, "Authorization: Bearer ka")
 			expect(t, w, http.StatusInternalServerError, internal)
-			obs.mu.Lock()
-			defer obs.mu.Unlock()
-			if len(obs.outcomes) != 1 || obs.outcomes[0] != OutcomeInternalError {
-				t.Errorf("outcomes %q, want [%s]", obs.outcomes, OutcomeInternalError)
+			if got := obs.recorded(); len(got) != 1 || got[0] != OutcomeInternalError {
+				t.Errorf("outcomes %q, want [%s]", got, OutcomeInternalError)
 			}
 			var panics int
 			for _, l := range logLines(t, buf) {
