@@ -37,6 +37,10 @@ type Backend struct {
 	started atomic.Bool
 	closed  atomic.Bool
 	health  atomic.Pointer[healthState]
+	// groupLost is set when the proxy refused the current clients' call
+	// because it does not know the consumer group; the probe loop then
+	// rebuilds the clients, and publishes are refused until that works.
+	groupLost atomic.Pointer[error]
 
 	// handlerCtx is passed to handler calls; cancelled when Close gives up.
 	handlerCtx    context.Context

@@ -3,6 +3,9 @@ package rocketmq
 import (
 	"context"
 	"time"
+
+	rmq "github.com/apache/rocketmq-clients/golang/v5"
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 )
 
 // DropOnBroker unsubscribes lt on the current consumer behind the
@@ -48,3 +51,26 @@ func StallBound(b *Backend) time.Duration {
 	defer b.mu.Unlock()
 	return b.lag.stallBound(b.cfg.StallAfter)
 }
+
+// RefuseGroup makes the backend's current consumer answer every
+// SubscribeLite as the proxy does while it does not know the consumer
+// group (after a broker restart, until its cache of the group is
+// refreshed): ILLEGAL_CONSUMER_GROUP. Clients built after it, by a
+// rebuild, are real again.
+func RefuseGroup(b *Backend) {
+	cl := *b.cl.Load()
+	cl.consumer = groupRefuser{cl.consumer, b.cfg.Group}
+	b.cl.Store(&cl)
+}
+
+type groupRefuser struct {
+	rmq.LitePushConsumer
+	group string
+}
+
+func (g groupRefuser) SubscribeLite(string) error {
+	return &rmq.ErrRpcStatus{Code: int32(v2.Code_ILLEGAL_CONSUMER_GROUP), Message: "group not found: " + g.group}
+}
+
+// Generation numbers the backend's clients: 1 at New, +1 per rebuild.
+func Generation(b *Backend) uint64 { return b.cl.Load().gen }

@@ -2,7 +2,6 @@ package rocketmq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -94,7 +93,8 @@ func (b *Backend) kickProbe() {
 
 // probeLoop checks reachability every ProbeInterval (or when kicked) and
 // logs every transition. When the proxy connection was lost (the probe
-// failed, or its connection dropped between two probes) it rebuilds the
+// failed, or its connection dropped between two probes), or the proxy
+// refused the clients' consumer group (groupLost), it rebuilds the
 // clients once the proxy answers again, and only then reports ready.
 func (b *Backend) probeLoop() {
 	defer close(b.loopDone)
@@ -118,6 +118,10 @@ func (b *Backend) probeLoop() {
 		err := b.probe.check(ctx)
 		cancel()
 		wasReady = b.probe.conn.GetState() == connectivity.Ready
+		why := "the proxy connection was lost between probes"
+		if gl := b.groupLost.Swap(nil); gl != nil {
+			lost, why = true, (*gl).Error()
+		}
 		if lost || err != nil {
 			owed = true
 		}
@@ -134,8 +138,8 @@ func (b *Backend) probeLoop() {
 		}
 		if owed {
 			if prev.up {
-				b.setDown(errors.New("reconnecting after the proxy connection was lost"), time.Now())
-				b.log.Warn("rocketmq: the proxy connection was lost between probes; reconnecting")
+				b.setDown(fmt.Errorf("reconnecting: %s", why), time.Now())
+				b.log.Warn("rocketmq: reconnecting", "why", why)
 			}
 			if rerr := b.rebuild(); rerr != nil {
 				b.log.Warn("rocketmq: reconnect failed; will retry", "err", rerr)

@@ -47,6 +47,9 @@ func (b *Backend) ensureSubscribed(ctx context.Context, lt string) error {
 			if _, full := consume.IsFull(f.err); full || errors.Is(f.err, consume.ErrClosed) {
 				return f.err
 			}
+			if errors.Is(f.err, errGroupUnknown) {
+				return f.err // nothing of this group is consumed until the clients are rebuilt
+			}
 			if f.err != nil {
 				return nil // the watchdog subscribes again; the message waits in the broker
 			}
@@ -190,20 +193,39 @@ func (b *Backend) rpc(a subAction, lt string, cl *clients) error {
 	if err == nil {
 		return nil
 	}
+	err = mapBrokerError(fmt.Sprintf("SubscribeLite %s", lt), lt, err)
+	if errors.Is(err, errGroupUnknown) && b.cl.Load() == cl {
+		b.groupLost.Store(&err) // a stale flight of replaced clients proves nothing
+	}
 	b.kickProbe()
-	return mapBrokerError(fmt.Sprintf("SubscribeLite %s", lt), lt, err)
+	return err
 }
+
+// errGroupUnknown marks a call the proxy refused with
+// ILLEGAL_CONSUMER_GROUP: it does not know the consumer group. After a
+// broker restart the proxy says so for a while (its cache of the group
+// was refreshed while no broker was registered: 8 s here, 30 s and more
+// in a CI run). No LiteTopic can be subscribed meanwhile, so a message
+// published then would wait on a LiteTopic nothing consumes. The probe
+// loop rebuilds the clients instead (see groupLost): a new consumer
+// cannot start until the proxy knows the group again, which makes its
+// start the signal to publish again.
+var errGroupUnknown = errors.New("the proxy does not know the consumer group")
 
 // mapBrokerError turns a client error into what Publish returns: a quota
 // or rate limit of the broker or proxy (LiteTopic count, subscriptions per
 // client, LMQ count, TOO_MANY_REQUESTS) is a *consume.FullError (the
 // gateway answers 429 queue_full with a Retry-After), anything else is
-// consume.ErrUnavailable (503).
+// consume.ErrUnavailable (503); an unknown consumer group is also
+// errGroupUnknown.
 func mapBrokerError(what, lt string, err error) error {
 	var st *rmq.ErrRpcStatus
 	if errors.As(err, &st) && isQuotaCode(st.Code, st.Message) {
 		return fmt.Errorf("rocketmq %s: %s: %w", what, st.Message, &consume.FullError{
 			Scope: consume.ScopeEngine, LiteTopic: lt, RetryAfter: DefaultFullRetryAfter})
+	}
+	if st != nil && v2.Code(st.Code) == v2.Code_ILLEGAL_CONSUMER_GROUP {
+		return fmt.Errorf("%w: rocketmq %s: %w: %v", consume.ErrUnavailable, what, errGroupUnknown, err)
 	}
 	return fmt.Errorf("%w: rocketmq %s: %v", consume.ErrUnavailable, what, err)
 }

@@ -148,7 +148,8 @@ func TestTopicIdleExpiredConfirms(t *testing.T) {
 }
 
 // Quota and rate-limit refusals are a FullError (429 queue_full);
-// anything else is ErrUnavailable (503).
+// anything else is ErrUnavailable (503), and ILLEGAL_CONSUMER_GROUP is
+// also errGroupUnknown (the clients are rebuilt).
 func TestMapBrokerError(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
@@ -160,9 +161,14 @@ func TestMapBrokerError(t *testing.T) {
 		{fmt.Errorf("send: %w", &rmq.ErrRpcStatus{Code: 50001, Message: "LMQ_CONSUME_QUEUE_NUM_EXCEEDED"}), true},
 		{&rmq.ErrRpcStatus{Code: 50001, Message: "internal error"}, false},
 		{&rmq.ErrRpcStatus{Code: 40402, Message: "topic not found"}, false},
+		{&rmq.ErrRpcStatus{Code: 40003, Message: "group not found: GID_PACEGATE"}, false},
 		{errors.New("context deadline exceeded"), false},
 	} {
 		got := mapBrokerError("SubscribeLite lt", "lt", tc.err)
+		var st *rmq.ErrRpcStatus
+		if unknown := errors.As(tc.err, &st) && st.Code == 40003; errors.Is(got, errGroupUnknown) != unknown {
+			t.Errorf("%v: %v, errGroupUnknown %v, want %v", tc.err, got, !unknown, unknown)
+		}
 		fe, full := consume.IsFull(got)
 		if full != tc.full {
 			t.Errorf("%v: full = %v, want %v (%v)", tc.err, full, tc.full, got)
