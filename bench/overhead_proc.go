@@ -58,6 +58,7 @@ type ohProcRound struct {
 	kind     ohProcKind
 	ok, errs int
 	cpu      time.Duration // utime+stime of the process over the round
+	switches int64         // context switches of its threads over the round
 	ttft     []float64     // ms; a JSON answer's is its whole body's
 }
 
@@ -67,6 +68,14 @@ func (r ohProcRound) cpuPerReq() float64 {
 		return 0
 	}
 	return us(r.cpu) / float64(r.ok)
+}
+
+// switchesPerReq is the process's context switches per completed request.
+func (r ohProcRound) switchesPerReq() float64 {
+	if r.ok == 0 {
+		return 0
+	}
+	return float64(r.switches) / float64(r.ok)
 }
 
 // ohProcs are the two processes under test.
@@ -130,7 +139,8 @@ func ohMeasureCPU(ctx context.Context, c *child, dur time.Duration, k ohProcKind
 	defer cancel()
 	var wg sync.WaitGroup
 	before, err := c.cpu()
-	if err != nil {
+	sw0, serr := c.switches()
+	if err != nil || serr != nil {
 		r.errs = -1
 		return r
 	}
@@ -149,10 +159,11 @@ func ohMeasureCPU(ctx context.Context, c *child, dur time.Duration, k ohProcKind
 	}
 	wg.Wait()
 	after, err := c.cpu()
-	if err != nil {
+	sw1, serr := c.switches()
+	if err != nil || serr != nil {
 		r.errs = -1
 	}
-	r.cpu = after - before
+	r.cpu, r.switches = after-before, sw1-sw0
 	return r
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 )
 
 // ohDiff is pacegate minus bare for one interleaved pair of rounds.
@@ -99,6 +101,7 @@ func pooledCDF(title, xlabel string, bare, pg []ohRound, f func(ohRound) []float
 // and the added TTFT at 1,000 req/s.
 func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 	var open50, open99 []float64
+	var switchNotes []string
 	jsonCPU := "not measured"
 	for _, k := range ohProcKinds {
 		r, p, b, ok := ohCPUMedians(cpuB, cpuP, k)
@@ -118,6 +121,14 @@ func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 			continue
 		}
 		res.bar(fmt.Sprintf("CPU per streamed request vs bare proxy, %d tokens", k.tokens), "≤ 1.15×", measured, r <= 1.15)
+		if f, ok := ohSwitchFit(cpuB, cpuP, k); ok {
+			res.metric("switches_per_request"+sfx, f.pg)
+			res.metric("switches_per_request_bare"+sfx, f.bare)
+			res.metric("cpu_per_switch_us"+sfx, f.perSwitch)
+			res.metric("cpu_per_request_ratio_at_equal_switches"+sfx, f.atEqual)
+			switchNotes = append(switchNotes, fmt.Sprintf("%s: %s context switches per request in pacegate against %s in the bare proxy (medians), "+
+				"%s µs of CPU per switch, %s× at equal switches", k, f1(f.pg), f1(f.bare), f1(f.perSwitch), f3(f.atEqual)))
+		}
 	}
 	for i := range min(len(openB), len(openP)) {
 		open50 = append(open50, Quantile(openP[i].ttft, 0.5)-Quantile(openB[i].ttft, 0.5))
@@ -130,14 +141,14 @@ func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 		res.bar(fmt.Sprintf("added TTFT p99 at %s req/s", fmt.Sprintf("%.0f", float64(ohOpenRate))), "< 2 ms", f3(t99)+" ms", t99 < 2)
 	}
 	t := Table{Title: "Processes: CPU rounds (both at once) and 1,000 req/s rounds (interleaved)", Header: []string{"round", "kind", "path",
-		"ok / errors", "CPU (ms)", "CPU per request (µs)", "TTFT p50 (ms)", "TTFT p99 (ms)"}}
+		"ok / errors", "CPU (ms)", "CPU per request (µs)", "switches per request", "TTFT p50 (ms)", "TTFT p99 (ms)"}}
 	// per is how many rounds make one round of the kind (one per kind for
 	// the CPU rounds).
 	rows := func(kind string, per int, b, p []ohProcRound) {
 		for i := range min(len(b), len(p)) {
 			for _, r := range []ohProcRound{b[i], p[i]} {
 				t.Rows = append(t.Rows, []string{fmt.Sprint(i/per + 1), fmt.Sprintf("%s, %s", kind, r.kind), r.path, fmt.Sprintf("%d / %d", r.ok, r.errs),
-					f1(ms(r.cpu)), f1(r.cpuPerReq()), f3(Quantile(r.ttft, 0.5)), f3(Quantile(r.ttft, 0.99))})
+					f1(ms(r.cpu)), f1(r.cpuPerReq()), f1(r.switchesPerReq()), f3(Quantile(r.ttft, 0.5)), f3(Quantile(r.ttft, 0.99))})
 			}
 		}
 	}
@@ -153,6 +164,47 @@ func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 		"Added TTFT p50 at 1,000 req/s (median over rounds): %s ms. CPU per non-streamed request (8 tokens, one JSON body; "+
 		"no bar: the issue's are a stream's): %s.", ohProcClients, ohKindsList(), ohProcRate,
 		fmt.Sprintf("%.0f", float64(ohOpenRate)), ohOpenTenants, ohOpenTokens, f3(Median(open50)), jsonCPU)
+	if len(switchNotes) > 0 {
+		res.note("Context switches (voluntary and not, of all threads: /proc/<pid>/task/*/status) per request, and what they explain of the CPU ratio. "+
+			"On this VM a switch is among the dearest things a process does, and how many a Go process makes per request moves from round to round "+
+			"(its idle threads park and are woken again), in each process on its own; a round's ratio follows the two counts. A line fitted over "+
+			"the rounds of a kind, CPU per request = a + b × switches per request, with one slope b for both processes and an intercept a each, "+
+			"gives the CPU a switch costs (b) and the ratio the two processes would have at the same switches, the rounds' mean "+
+			"((a_pacegate + b·mean) / (a_bare + b·mean)). It explains the spread of the ratio; the bar is judged on the measured median. %s.",
+			strings.Join(switchNotes, "; "))
+	}
+}
+
+// ohSwitchCPU is what ohSwitchFit finds over the CPU rounds of a kind.
+type ohSwitchCPU struct {
+	pg, bare  float64 // median context switches per request
+	perSwitch float64 // µs of CPU per context switch (the common slope)
+	atEqual   float64 // pacegate's CPU per request over the bare proxy's at the rounds' mean switches
+}
+
+// ohSwitchFit fits CPU per request against context switches per request
+// over the rounds of kind k (see commonSlope); false without two rounds,
+// or when the switches do not vary or explain no CPU.
+func ohSwitchFit(cpuB, cpuP []ohProcRound, k ohProcKind) (ohSwitchCPU, bool) {
+	xs, ys := make([][]float64, 2), make([][]float64, 2) // 0: pacegate, 1: bare
+	for i := range min(len(cpuB), len(cpuP)) {
+		if cpuB[i].kind != k || cpuB[i].ok == 0 || cpuP[i].ok == 0 {
+			continue
+		}
+		for g, r := range []ohProcRound{cpuP[i], cpuB[i]} {
+			xs[g] = append(xs[g], r.switchesPerReq())
+			ys[g] = append(ys[g], r.cpuPerReq())
+		}
+	}
+	if len(xs[0]) < 2 {
+		return ohSwitchCPU{}, false
+	}
+	b, a := commonSlope(xs, ys)
+	if math.IsNaN(b) || b <= 0 {
+		return ohSwitchCPU{}, false
+	}
+	m := mean(append(slices.Clone(xs[0]), xs[1]...))
+	return ohSwitchCPU{pg: Median(xs[0]), bare: Median(xs[1]), perSwitch: b, atEqual: ratio(a[0]+b*m, a[1]+b*m)}, true
 }
 
 // ohCPUMedians is the median over rounds of kind k of pacegate's CPU per

@@ -185,6 +185,42 @@ func (c *child) stop() {
 // cpu is the process's user+system CPU time so far.
 func (c *child) cpu() (time.Duration, error) { return procCPU(c.cmd.Process.Pid) }
 
+func (c *child) switches() (int64, error) { return procSwitches(c.cmd.Process.Pid) }
+
+// procSwitches sums the context switches, voluntary and not, of every
+// thread of the process (/proc/<pid>/task/*/status). A Go process keeps
+// the threads it started, so the sum over the live ones misses next to
+// nothing.
+func procSwitches(pid int) (int64, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("bench: no threads of %d in /proc: %v", pid, err)
+	}
+	var n int64
+	for _, path := range tasks {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		n += statusSwitches(b)
+	}
+	return n, nil
+}
+
+// statusSwitches is voluntary_ctxt_switches + nonvoluntary_ctxt_switches
+// of one /proc status file.
+func statusSwitches(status []byte) int64 {
+	var n int64
+	for line := range strings.Lines(string(status)) {
+		name, v, ok := strings.Cut(line, ":")
+		if ok && (name == "voluntary_ctxt_switches" || name == "nonvoluntary_ctxt_switches") {
+			x, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			n += x
+		}
+	}
+	return n
+}
+
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's utime and
 // stime: 100 on every Linux architecture Go supports.
 const clockTicks = 100

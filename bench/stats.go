@@ -103,6 +103,43 @@ func slope(xs, ys []float64) float64 {
 	return (n*sxy - sx*sy) / den
 }
 
+// commonSlope fits y = a[g] + s·x to groups of points (xs[g][i],
+// ys[g][i]) by least squares: one slope for every group, an intercept
+// each. It returns s and the intercepts; NaN for s with no spread of x
+// within the groups.
+func commonSlope(xs, ys [][]float64) (s float64, a []float64) {
+	var sxy, sxx float64
+	mx, my := make([]float64, len(xs)), make([]float64, len(xs))
+	for g := range xs {
+		mx[g], my[g] = mean(xs[g]), mean(ys[g])
+		for i := range xs[g] {
+			dx := xs[g][i] - mx[g]
+			sxy += dx * (ys[g][i] - my[g])
+			sxx += dx * dx
+		}
+	}
+	if sxx == 0 {
+		return math.NaN(), nil
+	}
+	s = sxy / sxx
+	a = make([]float64, len(xs))
+	for g := range xs {
+		a[g] = my[g] - s*mx[g]
+	}
+	return s, a
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	var t float64
+	for _, x := range xs {
+		t += x
+	}
+	return t / float64(len(xs))
+}
+
 // cdf returns up to maxPoints (x, fraction ≤ x) points of xs' empirical
 // distribution, sorted by x.
 func cdf(xs []float64, maxPoints int) []Point {

@@ -50,6 +50,20 @@ func TestSlope(t *testing.T) {
 	}
 }
 
+// Two groups on parallel lines, y = 1 + 2x and y = 4 + 2x, sampled at
+// different x: one slope, 2, and each group's intercept.
+func TestCommonSlope(t *testing.T) {
+	xs := [][]float64{{0, 1, 2}, {5, 7}}
+	ys := [][]float64{{1, 3, 5}, {14, 18}}
+	s, a := commonSlope(xs, ys)
+	if math.Abs(s-2) > 1e-12 || len(a) != 2 || math.Abs(a[0]-1) > 1e-12 || math.Abs(a[1]-4) > 1e-12 {
+		t.Errorf("commonSlope = %v, %v; want 2, [1 4]", s, a)
+	}
+	if s, _ := commonSlope([][]float64{{3, 3}}, [][]float64{{1, 2}}); !math.IsNaN(s) {
+		t.Errorf("no spread of x: slope %v, want NaN", s)
+	}
+}
+
 func TestCDF(t *testing.T) {
 	xs := []float64{3, 1, 2, 4}
 	pts := cdf(xs, 10)
