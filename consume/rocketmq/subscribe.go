@@ -194,8 +194,10 @@ func (b *Backend) rpc(a subAction, lt string, cl *clients) error {
 		return nil
 	}
 	err = mapBrokerError(fmt.Sprintf("SubscribeLite %s", lt), lt, err)
-	if errors.Is(err, errGroupUnknown) && b.cl.Load() == cl {
-		b.groupLost.Store(&err) // a stale flight of replaced clients proves nothing
+	if errors.Is(err, errGroupUnknown) && b.cl.Load() == cl { // a stale flight of replaced clients proves nothing
+		// The reason /readyz shows names no LiteTopic: a LiteTopic is a tenant's.
+		lost := fmt.Errorf("%w %s", errGroupUnknown, b.cfg.Group)
+		b.groupLost.Store(&lost)
 	}
 	b.kickProbe()
 	return err

@@ -34,13 +34,27 @@ func TestUnknownGroupRebuildsTheClients(t *testing.T) {
 	if !errors.Is(err, consume.ErrUnavailable) || !strings.Contains(err.Error(), "group not found") {
 		t.Fatalf("Publish with the group refused = %v, want ErrUnavailable saying the group is not found", err)
 	}
+	// Until the new clients run, Ready says why, naming the group and no
+	// LiteTopic (/readyz shows it, and a LiteTopic is a tenant's).
 	deadline := time.Now().Add(30 * time.Second)
-	for rocketmq.Generation(in.b) == gen || in.b.Ready(t.Context()) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("no new clients 30 s after the refusal: generation %d, Ready = %v", rocketmq.Generation(in.b), in.b.Ready(t.Context()))
+	downs := 0
+	for {
+		err := in.b.Ready(t.Context())
+		if err == nil && rocketmq.Generation(in.b) != gen {
+			break
 		}
-		time.Sleep(50 * time.Millisecond) // polls a real broker's clients: no fake clock here
+		if err != nil {
+			downs++
+			if msg := err.Error(); strings.Contains(msg, lt) || !strings.Contains(msg, "does not know the consumer group GID") {
+				t.Fatalf("Ready = %q, want the group named and no LiteTopic", msg)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new clients 30 s after the refusal: generation %d, Ready = %v", rocketmq.Generation(in.b), err)
+		}
+		time.Sleep(5 * time.Millisecond) // polls a real broker's clients: no fake clock here
 	}
+	t.Logf("unready for %d polls of 5 ms while the clients were rebuilt", downs)
 	if g := rocketmq.Generation(in.b); g != gen+1 {
 		t.Errorf("generation %d after the refusal, want %d: one rebuild", g, gen+1)
 	}
