@@ -27,12 +27,8 @@ func Summarize(xs []float64) Summary {
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	var sum float64
-	for _, x := range s {
-		sum += x
-	}
 	return Summary{
-		N: len(s), Min: s[0], Max: s[len(s)-1], Mean: sum / float64(len(s)),
+		N: len(s), Min: s[0], Max: s[len(s)-1], Mean: mean(s),
 		P50: quantile(s, 0.50), P90: quantile(s, 0.90), P99: quantile(s, 0.99),
 	}
 }
@@ -83,24 +79,13 @@ func ratio(a, b float64) float64 {
 }
 
 // slope returns the least-squares slope of ys over xs (NaN with fewer
-// than two points or no spread in xs).
+// than two points or no spread in xs): commonSlope of one group.
 func slope(xs, ys []float64) float64 {
-	n := float64(len(xs))
 	if len(xs) < 2 || len(xs) != len(ys) {
 		return math.NaN()
 	}
-	var sx, sy, sxx, sxy float64
-	for i := range xs {
-		sx += xs[i]
-		sy += ys[i]
-		sxx += xs[i] * xs[i]
-		sxy += xs[i] * ys[i]
-	}
-	den := n*sxx - sx*sx
-	if den == 0 {
-		return math.NaN()
-	}
-	return (n*sxy - sx*sy) / den
+	s, _ := commonSlope([][]float64{xs}, [][]float64{ys})
+	return s
 }
 
 // commonSlope fits y = a[g] + s·x to groups of points (xs[g][i],
