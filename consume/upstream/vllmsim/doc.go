@@ -40,8 +40,13 @@
 // (1, the default, turns it off), read from the running count (the
 // request included) when that token is scheduled: as the request joins
 // the batch for the first, after the previous token for each next one, as
-// llm-d-inference-sim models it. /metrics exports the gaps between
-// tokens as vllm:inter_token_latency_seconds (its sum and count, one
+// llm-d-inference-sim models it. As in vLLM, whose every engine step
+// produces a token for each running request, the tokens of concurrent
+// requests come together: a token is produced at the end of the engine
+// step in progress when it is due, steps last ITL × load factor, and the
+// first token due while no step runs starts them (see steps.go), so a
+// request alone sees exactly the delays above. /metrics exports the gaps
+// between tokens as vllm:inter_token_latency_seconds (its sum and count, one
 // +Inf bucket), from which pacegate learns how the batch slows the
 // server. Every prompt token is uncached without
 // the prefix cache, and on the routes it does not serve (embeddings,

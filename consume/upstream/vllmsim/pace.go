@@ -12,8 +12,8 @@ type seq struct {
 	s       *Server
 	j       *job
 	next    time.Time     // when the next token is due
+	last    time.Time     // when the last token was produced
 	itl     time.Duration // before the load factor
-	gap     time.Duration // from the last token produced to the next, the factor applied
 	emitted int           // tokens produced so far
 
 	// With the prefix cache on: j.blocks[:held] are pinned in it, and the
@@ -58,19 +58,27 @@ func (q *seq) lookup() {
 	c.addPrivate(q.blocks - q.held)
 }
 
-// wait sleeps until the next token is due or ctx is done.
-func (q *seq) wait(ctx context.Context) error { return sleepUntil(ctx, q.next) }
+// wait sleeps until the next token is due, then until the end of the
+// engine step in progress then (see [Server.stepEndAt]), or until ctx
+// is done. q.next becomes the time the token is produced.
+func (q *seq) wait(ctx context.Context) error {
+	if err := sleepUntil(ctx, q.next); err != nil {
+		return err
+	}
+	q.next = q.s.stepEndAt(q.next)
+	return sleepUntil(ctx, q.next)
+}
 
 // produced records that the token just due was produced and schedules
-// the next one ITL later, stretched by the load factor of now. The first
-// token ends the prefill: the prompt's full blocks join the cache.
+// the next one at the end of the engine's next step. The first token
+// ends the prefill: the prompt's full blocks join the cache.
 func (q *seq) produced() {
 	if q.emitted > 0 {
-		q.s.interToken(q.gap, 1)
+		q.s.interToken(q.next.Sub(q.last), 1)
 	}
 	q.emitted++
-	q.gap = scale(q.itl, q.s.loadFactor())
-	q.next = q.next.Add(q.gap)
+	q.last = q.next
+	q.next = q.s.stepEndAt(q.last.Add(time.Nanosecond))
 	c := q.s.cache
 	if c == nil {
 		return

@@ -51,12 +51,16 @@ func (s *Server) acquire(ctx context.Context) (running int, queued bool, err err
 	return 0, true, ctx.Err()
 }
 
-// release frees a running slot, handing it to the oldest waiter.
+// release frees a running slot, handing it to the oldest waiter. The
+// last running request to end stops the engine's step clock.
 func (s *Server) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.queue) == 0 {
 		s.running--
+		if s.running == 0 {
+			s.stepEnd, s.step = time.Time{}, 0
+		}
 		return
 	}
 	w := s.queue[0]

@@ -37,7 +37,9 @@ type Server struct {
 	ttft     time.Duration
 	itl      time.Duration
 	running  int
-	queue    []*waiter // FIFO of requests waiting for a running slot
+	stepEnd  time.Time     // when the engine's last step reckoned ends; zero: stopped (steps.go)
+	step     time.Duration // that step's length
+	queue    []*waiter     // FIFO of requests waiting for a running slot
 	load     *Load
 	fail     *Failure
 	failLeft int   // requests left for fail when fail.Count > 0
@@ -142,8 +144,9 @@ func (s *Server) ClearFailures() {
 	s.fail, s.failLeft = nil, 0
 }
 
-// SetLatency changes TTFT and ITL for requests that start running from
-// now on (negative means 0).
+// SetLatency changes TTFT for requests that start running from now on,
+// and ITL for them and for the engine's steps reckoned from now on
+// (negative means 0).
 func (s *Server) SetLatency(ttft, itl time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,0 +1,53 @@
+package vllmsim
+
+import (
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Concurrent streams get their tokens at the ends of the same engine
+// steps: A starts alone and anchors the steps at its first token (20
+// ms); B, due 3 ms after A, gets each token with A's. Once both have
+// ended the clock stops, and C, alone, sees exactly TTFT and ITL again.
+func TestStreamsShareTheEngineSteps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{TTFT: 20 * time.Millisecond, ITL: 10 * time.Millisecond})
+		body := `{"prompt":"a","max_tokens":3,"stream":true}`
+		t0 := time.Now()
+		a := make(chan *recorder)
+		go func() { a <- serve(t.Context(), s, "POST", "/v1/completions", body, nil) }()
+		time.Sleep(3 * time.Millisecond)
+		b := serve(t.Context(), s, "POST", "/v1/completions", body, nil)
+		// Each: tok0, tok1, tok2, finish, [DONE].
+		if got, want := writeTimes(<-a, t0), ms(20, 30, 40, 40, 40); !slices.Equal(got, want) {
+			t.Errorf("A's writes at %v, want %v", got, want)
+		}
+		if got, want := writeTimes(b, t0), ms(30, 40, 50, 50, 50); !slices.Equal(got, want) {
+			t.Errorf("B's writes at %v, want %v (due at 23 ms, produced with A's tokens)", got, want)
+		}
+		time.Sleep(7 * time.Millisecond)
+		t1 := time.Now()
+		c := serve(t.Context(), s, "POST", "/v1/completions", body, nil)
+		if got, want := writeTimes(c, t1), ms(20, 30, 40, 40, 40); !slices.Equal(got, want) {
+			t.Errorf("C's writes at %v after it arrived, want %v (alone, on a stopped clock)", got, want)
+		}
+	})
+}
+
+// A non-streamed response that joins a running engine ends with the
+// step its last token falls in: B is due at 23 + 2·10 ms and ends at
+// 50 ms, with A's last step.
+func TestNonStreamedEndsWithAStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{TTFT: 20 * time.Millisecond, ITL: 10 * time.Millisecond})
+		t0 := time.Now()
+		go serve(t.Context(), s, "POST", "/v1/completions", `{"prompt":"a","max_tokens":4,"stream":true}`, nil)
+		time.Sleep(3 * time.Millisecond)
+		serve(t.Context(), s, "POST", "/v1/completions", `{"prompt":"a","max_tokens":3}`, nil)
+		if d := time.Since(t0); d != 50*time.Millisecond {
+			t.Errorf("B done at %v, want 50ms", d)
+		}
+	})
+}
