@@ -13,7 +13,7 @@ import (
 // without a top-level "usage" member is read in that pass alone; of the
 // usage chunk only the usage member is decoded (see [usageMember]).
 func (t *Tally) Scan(name string, data []byte) (r Reading, valid bool) {
-	m, valid := jsonscan.Find(data, quotedUsage)
+	m, valid := t.findUsage(data)
 	if !valid {
 		return Reading{}, false
 	}
@@ -29,6 +29,14 @@ func (t *Tally) Scan(name string, data []byte) (r Reading, valid bool) {
 		return Reading{Read: true, Reported: true, Usage: u, Final: u.Only}, true
 	}
 	return t.Read(EventChunk, name, data), true
+}
+
+// findUsage is jsonscan.Find of data's usage, through Repeats when set.
+func (t *Tally) findUsage(data []byte) (jsonscan.Match, bool) {
+	if t.Repeats != nil {
+		return t.Repeats.Find(data, quotedUsage)
+	}
+	return jsonscan.Find(data, quotedUsage)
 }
 
 var (

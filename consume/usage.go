@@ -3,6 +3,8 @@ package consume
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/pacegate/pacegate/consume/jsonscan"
 )
 
 // Shape is the wire shape of one API family's responses: how it reports
@@ -62,6 +64,10 @@ type Tally struct {
 	Known, Final bool
 	// Streamed counts the generated-token events seen so far.
 	Streamed int64
+	// Repeats, when set, keeps the stream's last chunk for Scan, so that
+	// a chunk that repeats it but for its text is not scanned again (see
+	// jsonscan.Repeat). The relay sets it for each stream.
+	Repeats *jsonscan.Repeat
 }
 
 // Reading is what one streamed event or body says of its response's

@@ -51,6 +51,8 @@ type scanner struct {
 	// find is the key token Find looks for, and match what it found.
 	find  []byte
 	match Match
+	// spans, when set, records the plain strings among the values.
+	spans *Repeat
 }
 
 // end reports whether nothing but space is left.
@@ -80,7 +82,7 @@ func (s *scanner) value(depth int) bool {
 	case c == '[':
 		return s.array(depth + 1)
 	case c == '"':
-		return s.str()
+		return s.stringValue()
 	case c == 't':
 		return s.literal("true")
 	case c == 'f':
@@ -169,6 +171,19 @@ func (s *scanner) array(depth int) bool {
 			return ok
 		}
 	}
+}
+
+// stringValue reads a string that is a value (not a key), and records
+// its content for a Repeat when it has no escape.
+func (s *scanner) stringValue() bool {
+	start := s.i
+	if !s.str() {
+		return false
+	}
+	if s.spans != nil && !s.escaped {
+		s.spans.record(start+1, s.i-1)
+	}
+	return true
 }
 
 // key reads a member's key, its colon and the space after it, and

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacegate/pacegate/consume"
+	"github.com/pacegate/pacegate/consume/jsonscan"
 	"github.com/pacegate/pacegate/sse"
 )
 
@@ -59,7 +60,8 @@ func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io
 	idle.init(s.u.idle, stop)
 	defer idle.close()
 	d.Init(body, r.room[:])
-	tally := consume.Tally{Shape: shape}
+	r.repeats.Start(r.last[:])
+	tally := consume.Tally{Shape: shape, Repeats: &r.repeats}
 	for {
 		idle.arm()
 		ev, err := d.Borrow() // Data is valid until the next Borrow: emit copies it
@@ -113,9 +115,11 @@ func follows(d *sse.Decoder, shape consume.Shape, ev sse.Event) (more, ends bool
 // of memory (by a stream's next chunk, on a busy gateway, what it
 // touched is out of the cache).
 type streamReader struct {
-	idle idleTimer
-	dec  sse.Decoder
-	room [4096]byte // the decoder's first buffers: a token chunk is 200-300 bytes
+	idle    idleTimer
+	dec     sse.Decoder
+	room    [4096]byte // the decoder's first buffers: a token chunk is 200-300 bytes
+	repeats jsonscan.Repeat
+	last    [512]byte // where repeats keeps the last chunk
 }
 
 // malformed reports a response that arrived but broke its format. The
