@@ -30,6 +30,13 @@ type Config struct {
 	// so F is the factor of a full batch. Default (and any value below 1,
 	// or MaxNumSeqs 1) 1: latency does not depend on the load.
 	TimeFactorUnderLoad float64
+	// OwnClocks gives each request's tokens a clock of their own (TTFT
+	// after it starts running, then each ITL), in place of the engine's
+	// steps that produce the tokens of all running requests together
+	// (steps.go). The benchmark's latency rounds use it to time a chunk's
+	// way through a proxy apart from the queue of a step's burst.
+	// Default false: steps, as vLLM.
+	OwnClocks bool
 	// PrefixCacheTokens, when at least BlockSize, turns on a prefix cache
 	// of that many tokens (rounded down to whole blocks of BlockSize), as
 	// vLLM's automatic prefix caching on chat, completions, Responses and

@@ -45,7 +45,8 @@
 // requests come together: a token is produced at the end of the engine
 // step in progress when it is due, steps last ITL × load factor, and the
 // first token due while no step runs starts them (see steps.go), so a
-// request alone sees exactly the delays above. /metrics exports the gaps
+// request alone sees exactly the delays above. Config.OwnClocks gives
+// each request a clock of its own instead. /metrics exports the gaps
 // between tokens as vllm:inter_token_latency_seconds (its sum and count, one
 // +Inf bucket), from which pacegate learns how the batch slows the
 // server. Every prompt token is uncached without

@@ -70,15 +70,20 @@ func (q *seq) wait(ctx context.Context) error {
 }
 
 // produced records that the token just due was produced and schedules
-// the next one at the end of the engine's next step. The first token
-// ends the prefill: the prompt's full blocks join the cache.
+// the next one at the end of the engine's next step (ITL later,
+// stretched by the load factor of now, with Config.OwnClocks). The
+// first token ends the prefill: the prompt's full blocks join the cache.
 func (q *seq) produced() {
 	if q.emitted > 0 {
 		q.s.interToken(q.next.Sub(q.last), 1)
 	}
 	q.emitted++
 	q.last = q.next
-	q.next = q.s.stepEndAt(q.last.Add(time.Nanosecond))
+	if q.s.cfg.OwnClocks {
+		q.next = q.last.Add(scale(q.itl, q.s.loadFactor()))
+	} else {
+		q.next = q.s.stepEndAt(q.last.Add(time.Nanosecond))
+	}
 	c := q.s.cache
 	if c == nil {
 		return

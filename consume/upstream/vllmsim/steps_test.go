@@ -51,3 +51,23 @@ func TestNonStreamedEndsWithAStep(t *testing.T) {
 		}
 	})
 }
+
+// With OwnClocks each stream keeps the phase its start gave it: B, 3 ms
+// after A, gets each token 3 ms after A's.
+func TestOwnClocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{TTFT: 20 * time.Millisecond, ITL: 10 * time.Millisecond, OwnClocks: true})
+		body := `{"prompt":"a","max_tokens":3,"stream":true}`
+		t0 := time.Now()
+		a := make(chan *recorder)
+		go func() { a <- serve(t.Context(), s, "POST", "/v1/completions", body, nil) }()
+		time.Sleep(3 * time.Millisecond)
+		b := serve(t.Context(), s, "POST", "/v1/completions", body, nil)
+		if got, want := writeTimes(<-a, t0), ms(20, 30, 40, 40, 40); !slices.Equal(got, want) {
+			t.Errorf("A's writes at %v, want %v", got, want)
+		}
+		if got, want := writeTimes(b, t0), ms(23, 33, 43, 43, 43); !slices.Equal(got, want) {
+			t.Errorf("B's writes at %v, want %v", got, want)
+		}
+	})
+}
