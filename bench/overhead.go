@@ -29,6 +29,11 @@ type ohRound struct {
 	// TTFT's legs, ms: client send → the request's arrival at the sim,
 	// arrival → the sim's first content chunk write.
 	toSim, atSim []float64
+	// pathTTFT is each request's TTFT less its time at the sim (atSim), ms:
+	// what the path adds to the first token. The added-TTFT bars compare
+	// it, not TTFT itself: the sim's own time is alike for both paths in
+	// expectation, not request by request.
+	pathTTFT []float64
 }
 
 // ohMeasure drives 64 closed-loop streaming clients at url for dur (or
@@ -63,6 +68,7 @@ func ohMeasure(ctx context.Context, sim *upstreamSim, path, url string, dur time
 			}
 			r.toSim = append(r.toSim, ms(st.arrived.Sub(tr.Start)))
 			r.atSim = append(r.atSim, ms(st.writes[0].Sub(st.arrived)))
+			r.pathTTFT = append(r.pathTTFT, ms(tr.TTFT)-r.atSim[len(r.atSim)-1])
 		}
 	}
 	r.tput = float64(r.ok) / el.Seconds()
@@ -71,7 +77,8 @@ func ohMeasure(ctx context.Context, sim *upstreamSim, path, url string, dur time
 
 func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 	rounds, dur := e.pick(3, 6), time.Duration(e.pick(6, 20))*time.Second
-	res.Setup = fmt.Sprintf("%d closed-loop clients stream %d-token chat completions (vllmsim: TTFT %s, ITL %s, MaxNumSeqs 256) "+
+	res.Setup = fmt.Sprintf("%d closed-loop clients stream %d-token chat completions (vllmsim: TTFT %s, ITL %s, MaxNumSeqs 256, "+
+		"each stream on a clock of its own; the process rounds below have a sim of their own, with the engine's steps) "+
 		"through the whole pacegate process (HTTP in, embedded queue with 64 workers, consumer, pool, SSE out; one tenant; "+
 		"rpm/tpm/burst 0, rate .inf = pacing off; pool max_concurrency 256) and, alternately, through the bare proxy, each an OS "+
 		"process of its own (the clients and the sim run in the harness). %d rounds of %s per path, interleaved; figures are "+
@@ -79,7 +86,11 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 		"in the harness), matched by X-Request-Id.", ohClients, ohTokens, ohTTFT, ohITL, rounds, dur)
 	res.Baseline = "`net/http/httputil.ReverseProxy` (FlushInterval −1, same transport sizing) in front of the same sim, a process of " +
 		"its own (the bench binary re-executed), same run."
-	sim, err := startSim(vllmsim.Config{TTFT: ohTTFT, ITL: ohITL, MaxNumSeqs: 256}, true)
+	// The latency rounds' sim gives each stream a clock of its own: with
+	// the engine's steps, 64 streams' chunks would leave the sim in one
+	// burst, and either path's latency would be its queue of the burst
+	// (see ohReport's note). The process rounds' sim has the steps.
+	sim, err := startSim(vllmsim.Config{TTFT: ohTTFT, ITL: ohITL, MaxNumSeqs: 256, OwnClocks: true}, true)
 	if err != nil {
 		return err
 	}
@@ -89,7 +100,12 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 		return err
 	}
 	ohReport(e, res, bare, pg)
-	upstream := sim.URL
+	stepped, err := startSim(vllmsim.Config{TTFT: ohTTFT, ITL: ohITL, MaxNumSeqs: 256}, false)
+	if err != nil {
+		return err
+	}
+	defer stepped.Close()
+	upstream := stepped.URL
 	if v := os.Getenv(ohUpstreamEnv); v != "" {
 		upstream = v
 		res.note("The process rounds (CPU and 1,000 req/s) ran against a server started by hand (%s: %s), serving model %s; "+
