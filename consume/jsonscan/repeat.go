@@ -65,18 +65,18 @@ func (r *Repeat) repeats(b []byte) bool {
 	q := commonSuffix(old[p:], b[p:])
 	delta := len(b) - len(old)
 	oldEnd := len(old) - q // the differing bytes: old[p:oldEnd], b[p:oldEnd+delta]
-	return r.spanAround(p, oldEnd) >= 0 && plain(b[p:oldEnd+delta])
+	return r.inSpan(p, oldEnd) && plain(b[p:oldEnd+delta])
 }
 
-// spanAround returns the index of the kept span holding last[from:to],
-// its ends included, or -1.
-func (r *Repeat) spanAround(from, to int) int {
-	for i := range r.n {
-		if sp := r.spans[i]; sp.start <= from && to <= sp.end {
-			return i
+// inSpan reports whether one kept span holds last[from:to], its ends
+// included.
+func (r *Repeat) inSpan(from, to int) bool {
+	for _, sp := range r.spans[:r.n] {
+		if sp.start <= from && to <= sp.end {
+			return true
 		}
 	}
-	return -1
+	return false
 }
 
 // record keeps a string value's content, b[start:end], when it has no

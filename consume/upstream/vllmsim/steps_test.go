@@ -7,6 +7,21 @@ import (
 	"time"
 )
 
+// streamBody is a streamed completion of three tokens: its writes are
+// tok0, tok1, tok2, the finish chunk and [DONE].
+const streamBody = `{"prompt":"a","max_tokens":3,"stream":true}`
+
+// twoStreams serves stream A and, 3 ms after it, stream B on s, and
+// returns the offsets of their writes from A's start.
+func twoStreams(t *testing.T, s *Server) (a, b []time.Duration) {
+	t0 := time.Now()
+	done := make(chan *recorder)
+	go func() { done <- serve(t.Context(), s, "POST", "/v1/completions", streamBody, nil) }()
+	time.Sleep(3 * time.Millisecond)
+	recB := serve(t.Context(), s, "POST", "/v1/completions", streamBody, nil)
+	return writeTimes(<-done, t0), writeTimes(recB, t0)
+}
+
 // Concurrent streams get their tokens at the ends of the same engine
 // steps: A starts alone and anchors the steps at its first token (20
 // ms); B, due 3 ms after A, gets each token with A's. Once both have
@@ -14,22 +29,16 @@ import (
 func TestStreamsShareTheEngineSteps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := New(Config{TTFT: 20 * time.Millisecond, ITL: 10 * time.Millisecond})
-		body := `{"prompt":"a","max_tokens":3,"stream":true}`
-		t0 := time.Now()
-		a := make(chan *recorder)
-		go func() { a <- serve(t.Context(), s, "POST", "/v1/completions", body, nil) }()
-		time.Sleep(3 * time.Millisecond)
-		b := serve(t.Context(), s, "POST", "/v1/completions", body, nil)
-		// Each: tok0, tok1, tok2, finish, [DONE].
-		if got, want := writeTimes(<-a, t0), ms(20, 30, 40, 40, 40); !slices.Equal(got, want) {
-			t.Errorf("A's writes at %v, want %v", got, want)
+		a, b := twoStreams(t, s)
+		if want := ms(20, 30, 40, 40, 40); !slices.Equal(a, want) {
+			t.Errorf("A's writes at %v, want %v", a, want)
 		}
-		if got, want := writeTimes(b, t0), ms(30, 40, 50, 50, 50); !slices.Equal(got, want) {
-			t.Errorf("B's writes at %v, want %v (due at 23 ms, produced with A's tokens)", got, want)
+		if want := ms(30, 40, 50, 50, 50); !slices.Equal(b, want) {
+			t.Errorf("B's writes at %v, want %v (due at 23 ms, produced with A's tokens)", b, want)
 		}
 		time.Sleep(7 * time.Millisecond)
 		t1 := time.Now()
-		c := serve(t.Context(), s, "POST", "/v1/completions", body, nil)
+		c := serve(t.Context(), s, "POST", "/v1/completions", streamBody, nil)
 		if got, want := writeTimes(c, t1), ms(20, 30, 40, 40, 40); !slices.Equal(got, want) {
 			t.Errorf("C's writes at %v after it arrived, want %v (alone, on a stopped clock)", got, want)
 		}
@@ -56,18 +65,12 @@ func TestNonStreamedEndsWithAStep(t *testing.T) {
 // after A, gets each token 3 ms after A's.
 func TestOwnClocks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := New(Config{TTFT: 20 * time.Millisecond, ITL: 10 * time.Millisecond, OwnClocks: true})
-		body := `{"prompt":"a","max_tokens":3,"stream":true}`
-		t0 := time.Now()
-		a := make(chan *recorder)
-		go func() { a <- serve(t.Context(), s, "POST", "/v1/completions", body, nil) }()
-		time.Sleep(3 * time.Millisecond)
-		b := serve(t.Context(), s, "POST", "/v1/completions", body, nil)
-		if got, want := writeTimes(<-a, t0), ms(20, 30, 40, 40, 40); !slices.Equal(got, want) {
-			t.Errorf("A's writes at %v, want %v", got, want)
+		a, b := twoStreams(t, New(Config{TTFT: 20 * time.Millisecond, ITL: 10 * time.Millisecond, OwnClocks: true}))
+		if want := ms(20, 30, 40, 40, 40); !slices.Equal(a, want) {
+			t.Errorf("A's writes at %v, want %v", a, want)
 		}
-		if got, want := writeTimes(b, t0), ms(23, 33, 43, 43, 43); !slices.Equal(got, want) {
-			t.Errorf("B's writes at %v, want %v", got, want)
+		if want := ms(23, 33, 43, 43, 43); !slices.Equal(b, want) {
+			t.Errorf("B's writes at %v, want %v", b, want)
 		}
 	})
 }
