@@ -104,6 +104,13 @@ type Event struct {
 	// writer that holds an event must flush it with the next event it
 	// gets, whatever that is, or at once if it drops that event.
 	More, Ends bool
+	// Final says, on an EventChunk, that the upstream's response ended
+	// with this event (and with the end Ends announces): its body's end
+	// came in the same read, so the call has nothing left to wait for and
+	// the response ends at once. A writer may then leave the event, and
+	// the end, for the response's own end to send, in one write with the
+	// body's end.
+	Final bool
 	// Reading is what the event says of the response's usage, read once
 	// by the relay in its pass over the bytes; zero when the producer
 	// did not read it (see [Tally.Observe]).

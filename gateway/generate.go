@@ -56,7 +56,6 @@ func (s *Server) serve(rt *route) http.HandlerFunc {
 		defer stopCut()
 		x.ctx = ctx
 		sink := s.openSink(w, x)
-		defer sink.closeGuard()
 		if rt.kind == kindQueued {
 			if e := s.submit(x, sink); e != nil {
 				s.refuse(sink.w, rt, x, e)

@@ -138,7 +138,8 @@ func (s *Server) streamEvent(w http.ResponseWriter, sw *sse.Writer, x *exchange,
 		}
 		sw.WriteHeader(http.StatusOK)
 		if !x.rt.shape.Named() && !x.wroteDone {
-			_ = sw.Done()
+			// The response ends now: [DONE] goes out with the body's end.
+			_ = sw.DoneHeld()
 		}
 		return OutcomeOK, true
 	}
@@ -180,7 +181,11 @@ func (s *Server) jsonEvent(w http.ResponseWriter, x *exchange, ev *consume.Event
 // (see forwardChunk). What the relay says follows at once goes out in
 // the same write: an event held for its successor is flushed by the
 // next one written, or here when that one is dropped; an OpenAI stream's
-// [DONE] is written with its last chunk (not again at the end).
+// [DONE] is written with its last chunk (not again at the end). The
+// stream's last event, when the upstream's body ended with it (Final),
+// is left for the response's end to send with the body's end (see
+// sse.Writer.DoneHeld): the call has nothing left to wait for, and
+// the handler returns at once.
 func (s *Server) relayChunk(sw *sse.Writer, x *exchange, ev *consume.Event) error {
 	if s.forwardChunk(x, ev) {
 		if err := writeChunk(sw, ev); err != nil {
@@ -190,8 +195,11 @@ func (s *Server) relayChunk(sw *sse.Writer, x *exchange, ev *consume.Event) erro
 	switch {
 	case ev.Ends:
 		x.wroteDone = true
+		if ev.Final {
+			return sw.DoneHeld()
+		}
 		return sw.Done()
-	case !ev.More:
+	case !ev.More && !ev.Final:
 		return sw.Flush()
 	}
 	return nil
@@ -202,7 +210,7 @@ func (s *Server) relayChunk(sw *sse.Writer, x *exchange, ev *consume.Event) erro
 // frames it anew.
 func writeChunk(sw *sse.Writer, ev *consume.Event) error {
 	switch {
-	case ev.Frame != nil && (ev.More || ev.Ends):
+	case ev.Frame != nil && (ev.More || ev.Ends || ev.Final):
 		return sw.FrameHeld(ev.Frame)
 	case ev.Frame != nil:
 		return sw.Frame(ev.Frame)

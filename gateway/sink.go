@@ -53,8 +53,7 @@ type responseSink struct {
 
 // openSink readies x.sink, the sink of x's response: its SSE stream when
 // the request streams, else its JSON answer, both written through the
-// stall guard when WriteStallTimeout is set. Call closeGuard when the
-// response is over.
+// stall guard when WriteStallTimeout is set.
 func (s *Server) openSink(w http.ResponseWriter, x *exchange) *responseSink {
 	k := &x.sink
 	k.s, k.x, k.w, k.json, k.done = s, x, w, !x.req.Stream, make(chan struct{})
@@ -67,13 +66,6 @@ func (s *Server) openSink(w http.ResponseWriter, x *exchange) *responseSink {
 		k.sw = &k.stream
 	}
 	return k
-}
-
-// closeGuard clears the write deadline for the connection's next request.
-func (k *responseSink) closeGuard() {
-	if k.w == &k.guard {
-		k.guard.release()
-	}
 }
 
 // Attach implements consume.Sink: the exchange learns its Pending before

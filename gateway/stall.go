@@ -13,9 +13,13 @@ import (
 // at a second): a stream's chunks come faster than that, and moving a
 // connection's deadline is a runtime timer update (about 1 % of a
 // stream's CPU in user space when it moved every 100 ms). A
-// blocked write thus fails between d−slack and d after it began. release
-// clears the deadline for the connection's next request. A zero d
-// disables it (openSink then writes to the client's writer itself).
+// blocked write thus fails between d−slack and d after it began. The
+// deadline stays when the handler returns: net/http's own last write of
+// the response (the body's end, and a stream's last event when it was
+// left for it, see sse.Writer.DoneHeld) is bounded by it too, and
+// net/http clears it after that write, for the connection's next
+// request. A zero d disables it (openSink then writes to the client's
+// writer itself).
 //
 // It is not safe for concurrent use: whoever writes the response (the
 // handler, or the upstream call through the response's sink) holds the
@@ -83,11 +87,5 @@ func (w *stallWriter) arm() {
 	now := time.Now()
 	if w.rc.SetWriteDeadline(now.Add(w.d)) == nil {
 		w.armedAt = now
-	}
-}
-
-func (w *stallWriter) release() {
-	if !w.armedAt.IsZero() {
-		_ = w.rc.SetWriteDeadline(time.Time{})
 	}
 }

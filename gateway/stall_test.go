@@ -35,17 +35,16 @@ func (d *deadlineRecorder) FlushError() error {
 	return nil
 }
 
-// Every write and flush is preceded by a deadline d ahead; release
-// clears it for the connection's next request.
+// Every write and flush is preceded by a deadline d ahead; it stays for
+// net/http's own last write, and net/http clears it after that.
 func TestGuardWritesSetsDeadlinePerWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-		w, release := guardWrites(&statusWriter{ResponseWriter: rec}, 30*time.Second)
+		w := guardWrites(&statusWriter{ResponseWriter: rec}, 30*time.Second)
 		_, _ = w.Write([]byte("a"))
 		time.Sleep(time.Second)
 		_ = http.NewResponseController(w).Flush()
-		release()
-		want := []string{"deadline +30s", "write a", "deadline +30s", "flush", "clear"}
+		want := []string{"deadline +30s", "write a", "deadline +30s", "flush"}
 		if len(rec.log) != len(want) {
 			t.Fatalf("log %q, want %q", rec.log, want)
 		}
@@ -59,7 +58,7 @@ func TestGuardWritesSetsDeadlinePerWrite(t *testing.T) {
 
 // The sink writes a stream through the stall guard when
 // WriteStallTimeout is set, and to the client's writer itself when it is
-// zero; closeGuard then leaves the connection's deadline alone.
+// zero.
 func TestOpenSinkGuardsWritesOnlyWithATimeout(t *testing.T) {
 	for _, d := range []time.Duration{0, time.Minute} {
 		rec := httptest.NewRecorder()
@@ -72,7 +71,6 @@ func TestOpenSinkGuardsWritesOnlyWithATimeout(t *testing.T) {
 		if err := k.sw.Data([]byte("x")); err != nil {
 			t.Fatal(err)
 		}
-		k.closeGuard()
 		if got := rec.Body.String(); got != "data: x\n\n" {
 			t.Fatalf("WriteStallTimeout %s: body %q", d, got)
 		}
@@ -84,15 +82,14 @@ func TestOpenSinkGuardsWritesOnlyWithATimeout(t *testing.T) {
 func TestGuardWritesSlack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-		w, release := guardWrites(&statusWriter{ResponseWriter: rec}, time.Minute)
+		w := guardWrites(&statusWriter{ResponseWriter: rec}, time.Minute)
 		_, _ = w.Write([]byte("a"))
 		_ = http.NewResponseController(w).Flush()
 		time.Sleep(999 * time.Millisecond)
 		_, _ = w.Write([]byte("b"))
 		time.Sleep(time.Millisecond)
 		_, _ = w.Write([]byte("c"))
-		release()
-		want := []string{"deadline +1m0s", "write a", "flush", "write b", "deadline +1m0s", "write c", "clear"}
+		want := []string{"deadline +1m0s", "write a", "flush", "write b", "deadline +1m0s", "write c"}
 		if len(rec.log) != len(want) {
 			t.Fatalf("log %q, want %q", rec.log, want)
 		}
@@ -104,15 +101,14 @@ func TestGuardWritesSlack(t *testing.T) {
 	})
 }
 
-// guardWrites wraps w with a stallWriter of d, as openSink does; call
-// release when the response is over.
-func guardWrites(w http.ResponseWriter, d time.Duration) (_ http.ResponseWriter, release func()) {
+// guardWrites wraps w with a stallWriter of d, as openSink does.
+func guardWrites(w http.ResponseWriter, d time.Duration) http.ResponseWriter {
 	if d <= 0 {
-		return w, func() {}
+		return w
 	}
 	sw := new(stallWriter)
 	sw.init(w, d)
-	return sw, sw.release
+	return sw
 }
 
 // The header goes through the status recorders the guard was given (each

@@ -150,6 +150,12 @@ func (d *Decoder) Borrow() (Event, error) {
 	return Event{}, d.err
 }
 
+// AtEOF reports whether the reader has reported the end of its input
+// (io.EOF): what the stream has left is in the Decoder's buffer, and no
+// later Borrow or Next waits for the reader. A relay that reads an HTTP
+// body learns so that the body's end came with its last read.
+func (d *Decoder) AtEOF() bool { return d.rerr == io.EOF }
+
 // line returns the next complete line without its terminator. The slice
 // aliases d.buf and is valid until the next call.
 func (d *Decoder) line() ([]byte, error) {

@@ -2,6 +2,7 @@ package sse
 
 import (
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -157,5 +158,51 @@ func TestWriterFrameHeld(t *testing.T) {
 	const want = "data: 1\n\nevent: e\ndata: 2\n\ndata: [DONE]\n\ndata: 3\n\n"
 	if fc.Body.String() != want {
 		t.Fatalf("body %q, want %q", fc.Body, want)
+	}
+}
+
+// DoneHeld writes the end marker without a flush, after what was held:
+// the response's end sends them, in the write that ends the body.
+func TestWriterDoneHeld(t *testing.T) {
+	fc := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	sw := NewSerialWriter(wrappedRW{fc})
+	if err := sw.FrameHeld([]byte("data: 1\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.DoneHeld(); err != nil || fc.flushes != 0 {
+		t.Fatalf("DoneHeld: %v, %d flushes; want none", err, fc.flushes)
+	}
+	const want = "data: 1\n\ndata: [DONE]\n\n"
+	if fc.Body.String() != want || fc.Code != http.StatusOK {
+		t.Fatalf("status %d, body %q; want 200, %q", fc.Code, fc.Body, want)
+	}
+}
+
+// AtEOF tells whether the reader's end came with what was read: a body
+// whose last read also returned io.EOF has nothing left to wait for.
+func TestDecoderAtEOF(t *testing.T) {
+	const stream = "data: 1\n\ndata: [DONE]\n\n"
+	cases := []struct {
+		name string
+		r    io.Reader
+		want bool
+	}{
+		{"the end with the data", iotest.DataErrReader(strings.NewReader(stream)), true},
+		{"the end in a read of its own", strings.NewReader(stream), false},
+	}
+	for _, c := range cases {
+		d := NewDecoder(c.r)
+		if d.AtEOF() {
+			t.Fatalf("%s: at EOF before a read", c.name)
+		}
+		if ev, err := d.Borrow(); err != nil || string(ev.Data) != "1" {
+			t.Fatalf("%s: first event %q, %v", c.name, ev.Data, err)
+		}
+		if next, ok := d.Peek(); !ok || string(next) != "[DONE]" {
+			t.Fatalf("%s: Peek %q, %v; want [DONE] read already", c.name, next, ok)
+		}
+		if got := d.AtEOF(); got != c.want {
+			t.Fatalf("%s: AtEOF %v, want %v", c.name, got, c.want)
+		}
 	}
 }

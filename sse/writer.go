@@ -196,7 +196,22 @@ func (sw *Writer) Flush() error {
 // Done sends the OpenAI end-of-stream marker "data: [DONE]\n\n".
 func (sw *Writer) Done() error { return sw.Data(doneData) }
 
-var doneData = []byte("[DONE]")
+// DoneHeld is Done without the flush, for a stream whose response ends
+// at once (its handler returns): net/http then writes the marker, and
+// anything held before it, in one write with the body's end. A client
+// that stops reading at [DONE] finds the body over in what it read, and
+// an HTTP/1.1 client keeps its connection only then (Go's, for one,
+// closes a connection whose body was closed before its end).
+func (sw *Writer) DoneHeld() error {
+	sw.lock()
+	defer sw.unlock()
+	return sw.put(doneFrame)
+}
+
+var (
+	doneData  = []byte("[DONE]")
+	doneFrame = []byte("data: [DONE]\n\n")
+)
 
 // send writes sw.buf and flushes; requires sw.lock held.
 func (sw *Writer) send() error { return sw.write(sw.buf) }

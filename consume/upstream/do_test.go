@@ -93,9 +93,10 @@ func TestDoStreamOtherFrames(t *testing.T) {
 
 // What follows a chunk at once, read already, is said on it: another
 // event (More) or [DONE] (Ends); nothing after a named stream's last
-// event, and nothing when the next event has not arrived.
+// event, and nothing when the next event has not arrived. The last
+// event is Final when the body's end came in the same read.
 func TestDoStreamSaysWhatFollows(t *testing.T) {
-	next := make(chan struct{})
+	next, last := make(chan struct{}), make(chan struct{})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		switch r.URL.Path {
@@ -110,6 +111,13 @@ func TestDoStreamSaysWhatFollows(t *testing.T) {
 				return
 			}
 			fmt.Fprint(w, "data: {\"b\":2}\n\ndata: {\"c\":3}\n\ndata: [DONE]\n\n")
+			if r.Header.Get("X-Request-Id") == "r3" { // the body's end waits for the relay's last chunk
+				http.NewResponseController(w).Flush()
+				select {
+				case <-last:
+				case <-r.Context().Done():
+				}
+			}
 		}
 	}))
 	t.Cleanup(ts.Close)
@@ -118,9 +126,12 @@ func TestDoStreamSaysWhatFollows(t *testing.T) {
 		var got []string
 		err := mustAcquire(t, p, "m").Do(t.Context(), req, func(ev consume.Event) error {
 			if ev.Kind == consume.EventChunk {
-				got = append(got, fmt.Sprintf("%s%s more=%v ends=%v", ev.Name, ev.Data, ev.More, ev.Ends))
-				if string(ev.Data) == `{"a":1}` {
-					close(next)
+				got = append(got, fmt.Sprintf("%s%s more=%v ends=%v final=%v", ev.Name, ev.Data, ev.More, ev.Ends, ev.Final))
+				switch {
+				case string(ev.Data) == `{"a":1}`:
+					next <- struct{}{}
+				case ev.Ends && req.ID == "r3":
+					close(last)
 				}
 			}
 			return nil
@@ -130,12 +141,16 @@ func TestDoStreamSaysWhatFollows(t *testing.T) {
 		}
 		return got
 	}
-	want := []string{`{"a":1} more=false ends=false`, `{"b":2} more=true ends=false`, `{"c":3} more=false ends=true`}
+	want := []string{`{"a":1} more=false ends=false final=false`, `{"b":2} more=true ends=false final=false`, `{"c":3} more=false ends=true final=true`}
 	if got := run(chatReq("r1", true, "")); !slices.Equal(got, want) {
 		t.Errorf("chat:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	want[2] = `{"c":3} more=false ends=true final=false`
+	if got := run(chatReq("r3", true, "")); !slices.Equal(got, want) {
+		t.Errorf("chat, the body's end later:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 	responses := &consume.Request{ID: "r2", Key: chatReq("r2", true, "").Key, Path: "/v1/responses", Body: []byte(`{"model":"m","input":"hi","stream":true}`), Stream: true, Shape: consume.ShapeResponses}
-	want = []string{`response.created{} more=true ends=false`, `response.completed{} more=false ends=false`}
+	want = []string{`response.created{} more=true ends=false final=false`, `response.completed{} more=false ends=false final=true`}
 	if got := run(responses); !slices.Equal(got, want) {
 		t.Errorf("responses:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -85,11 +85,12 @@ func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io
 			return s.malformed(ctx, "a data event is not JSON")
 		}
 		more, ends := follows(d, shape, ev)
+		last := shape.Named() && shape.Ends(ev.Event, ev.Data)
 		if err := emit(consume.Event{Kind: consume.EventChunk, Name: ev.Event, Data: ev.Data, Frame: ev.Raw,
-			More: more, Ends: ends, Reading: reading}); err != nil {
+			More: more, Ends: ends, Final: (last || ends) && d.AtEOF(), Reading: reading}); err != nil {
 			return err
 		}
-		if shape.Named() && shape.Ends(ev.Event, ev.Data) {
+		if last {
 			return nil
 		}
 	}
