@@ -84,8 +84,8 @@ func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io
 		if !valid {
 			return s.malformed(ctx, "a data event is not JSON")
 		}
-		more, ends := follows(d, shape, ev)
 		last := shape.Named() && shape.Ends(ev.Event, ev.Data)
+		more, ends := follows(d, shape, last)
 		if err := emit(consume.Event{Kind: consume.EventChunk, Name: ev.Event, Data: ev.Data, Frame: ev.Raw,
 			More: more, Ends: ends, Final: (last || ends) && d.AtEOF(), Reading: reading}); err != nil {
 			return err
@@ -96,13 +96,14 @@ func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io
 	}
 }
 
-// follows says what follows ev at once, read already: another event
-// (more), or an OpenAI stream's [DONE] (ends); neither after the last
-// event of a named stream, which is relayed and ends the call.
-func follows(d *sse.Decoder, shape consume.Shape, ev sse.Event) (more, ends bool) {
+// follows says what follows the event just read at once, read already:
+// another event (more), or an OpenAI stream's [DONE] (ends); neither
+// after the last event of a named stream (last), which is relayed and
+// ends the call.
+func follows(d *sse.Decoder, shape consume.Shape, last bool) (more, ends bool) {
 	next, ok := d.Peek()
 	switch {
-	case !ok || shape.Named() && shape.Ends(ev.Event, ev.Data):
+	case !ok || last:
 		return false, false
 	case !shape.Named() && shape.Ends("", next):
 		return false, true
