@@ -8,9 +8,9 @@ import "fmt"
 // meter of their own, they were four allocations per request).
 type invocation struct {
 	c    *Consumer
-	p    *Pending
 	slot Slot
-	m    meter
+	m    meter    // ends with what a chunk touches
+	p    *Pending // after it: a chunk's next stop
 }
 
 // run makes the call, tracked for Close (see Consumer.goInvoke).

@@ -28,14 +28,17 @@ const DefaultCompletionWeight = 2
 type meter struct {
 	sched *fairshare.Scheduler
 	k     policy.Key
-	w     float64
 	// prompt and expected are the start's estimates; streamed counts data
 	// events; charged is the service charged so far, and owed what the
 	// tokens beyond the expectation add and is not charged yet (see
 	// chargeBatch).
-	prompt, expected, streamed, charged, owed float64
-	settled                                   bool // final usage seen: the totals are exact
-	tally                                     Tally
+	prompt, charged float64
+	// What a stream's every chunk touches, together after the tally's
+	// count (its last field): see invocation.
+	tally                    Tally
+	settled                  bool // final usage seen: the totals are exact
+	streamed, expected, owed float64
+	w                        float64
 }
 
 // start charges the request's expected service to m, a new meter. The

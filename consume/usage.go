@@ -62,12 +62,14 @@ type Tally struct {
 	// Known says some usage was reported, Final that the final one was:
 	// the totals are then exact.
 	Known, Final bool
-	// Streamed counts the generated-token events seen so far.
-	Streamed int64
 	// Repeats, when set, keeps the stream's last chunk for Scan, so that
 	// a chunk that repeats it but for its text is not scanned again (see
 	// jsonscan.Repeat). The relay sets it for each stream.
 	Repeats *jsonscan.Repeat
+	// Streamed counts the generated-token events seen so far. Last: a
+	// token chunk touches only it, and a holder puts what else the chunk
+	// touches after it.
+	Streamed int64
 }
 
 // Reading is what one streamed event or body says of its response's

@@ -25,15 +25,18 @@ type exchange struct {
 	log      *accessEntry
 
 	firstByte time.Time
-	tally     consume.Tally // the response's usage, in the route's shape
-	upstream  string        // the upstream that answered
-	learned   bool          // the response id was remembered
-	status    int           // a JSON answer's status (non-streamed requests)
-	header    http.Header   // a JSON answer's headers
-	wroteBody bool          // that answer was sent
-	wroteDone bool          // a stream's end ([DONE]) was sent with its last chunk
+	upstream  string      // the upstream that answered
+	learned   bool        // the response id was remembered
+	status    int         // a JSON answer's status (non-streamed requests)
+	header    http.Header // a JSON answer's headers
+	wroteBody bool        // that answer was sent
 
-	sink responseSink // its response's writing state (openSink), in the same allocation
+	// What a stream's every chunk touches, from the tally's count (its
+	// last field) through the sink's first fields: one region of memory
+	// (see responseSink).
+	tally     consume.Tally // the response's usage, in the route's shape
+	wroteDone bool          // a stream's end ([DONE]) was sent with its last chunk
+	sink      responseSink  // its response's writing state (openSink), in the same allocation
 }
 
 // serve serves one route of the table. It reads straight: authenticate,

@@ -34,21 +34,24 @@ import (
 // the cache by the stream's next chunk. One region of memory costs fewer
 // misses than the six objects they were (the sink, the guard, the
 // writer, its frame buffer and two ResponseControllers; see
-// bench/findings/overhead.md).
+// bench/findings/overhead.md). In it, what a chunk touches comes first,
+// after the exchange's tally: the sink's lock and writers, then the
+// guard's fields and the writer's (each type puts those first); the
+// writer's frame room and the end's fields come after.
 type responseSink struct {
-	s    *Server
-	x    *exchange
-	w    http.ResponseWriter // the client's writer, through guard when it is armed
-	sw   *sse.Writer         // &stream when the request streams
+	mu   sync.Mutex
+	over bool
 	json bool                // a non-streamed request's: one JSON body or one error
-
-	mu      sync.Mutex
-	over    bool
-	outcome string
-	done    chan struct{} // closed when over
+	sw   *sse.Writer         // &stream when the request streams
+	w    http.ResponseWriter // the client's writer, through guard when it is armed
+	x    *exchange
+	s    *Server
 
 	guard  stallWriter
 	stream sse.Writer
+
+	outcome string
+	done    chan struct{} // closed when over
 }
 
 // openSink readies x.sink, the sink of x's response: its SSE stream when

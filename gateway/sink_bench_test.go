@@ -65,7 +65,9 @@ func BenchmarkDeliverChunkCold(b *testing.B) {
 	}
 	data := []byte(`{"id":"chatcmpl-r1","object":"chat.completion.chunk","created":946684800,"model":"sim-model","choices":[{"index":0,"delta":{"content":"tok0 "},"logprobs":null,"finish_reason":null}]}`)
 	reading, _ := (&consume.Tally{Shape: rt.shape}).Scan("", data)
-	ev := consume.Event{Kind: consume.EventChunk, Data: data, Reading: reading}
+	frame := append(append([]byte("data: "), data...), "\n\n"...)
+	// As the relay sends it: the frame it came in, flushed alone.
+	ev := consume.Event{Kind: consume.EventChunk, Data: data, Frame: frame, Reading: reading}
 	// In an order no prefetcher can follow, as the upstreams' tokens come.
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(sinks), func(i, j int) { sinks[i], sinks[j] = sinks[j], sinks[i] })
 	b.ReportAllocs()

@@ -26,16 +26,18 @@ import (
 // sink's lock. Unwrap and FlushError keep http.ResponseController working
 // through it.
 type stallWriter struct {
-	http.ResponseWriter // the writer given: the header goes through it
 	// body is where writes and flushes go: the writer given until the
 	// header is out, then the one beneath the status recorders it wraps
 	// (see WriteHeader); flush is body's FlushError, when it has one.
+	// They come first, with what arm reads: a chunk touches only these.
 	body    http.ResponseWriter
 	flush   interface{ FlushError() error }
-	rc      http.ResponseController
-	d       time.Duration
-	slack   time.Duration // how stale the deadline may get before it moves
 	armedAt time.Time     // when the deadline was last moved; zero: never
+	slack   time.Duration // how stale the deadline may get before it moves
+
+	http.ResponseWriter // the writer given: the header goes through it
+	rc                  http.ResponseController
+	d                   time.Duration
 }
 
 // init makes the zero w a guard of rw for d > 0, in place: the gateway

@@ -23,17 +23,19 @@ var ErrWritingDownstream = errors.New("sse: writing downstream")
 // (one that sends its heartbeats between its chunks). After the first
 // error every method returns it.
 type Writer struct {
+	// What every event touches comes first, in one line of the cache.
 	mu     sync.Mutex // guards the fields below when shared
 	shared bool       // set by NewWriter: lock mu
-	w      http.ResponseWriter
-	rc     http.ResponseController
-	// flush is w's own FlushError when it has one: rc.Flush would find
-	// it again on every event, a dynamic interface lookup.
-	flush  interface{ FlushError() error }
 	header bool
 	held   bool // a frame was written and not yet flushed (FrameHeld)
 	err    error
-	buf    []byte // frame scratch, reused so Data does not allocate; starts as room
+	w      http.ResponseWriter
+	// flush is w's own FlushError when it has one: rc.Flush would find
+	// it again on every event, a dynamic interface lookup.
+	flush interface{ FlushError() error }
+
+	rc  http.ResponseController
+	buf []byte // frame scratch, reused so Data does not allocate; starts as room
 	// room holds a token chunk's frame: with rc, it keeps what an event
 	// touches in the Writer's own memory, which on a busy gateway is cold
 	// in the cache by the stream's next event.

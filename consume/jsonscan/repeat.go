@@ -21,8 +21,8 @@ const maxSpans = 16
 // gives it room for the first values, so that it need not allocate.
 type Repeat struct {
 	last  []byte // the kept value; nil: none
+	n     int    // spans used: before them, which a value reads from the first
 	spans [maxSpans]span
-	n     int // spans used
 }
 
 // span is a plain string's content: last[start:end].

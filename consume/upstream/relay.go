@@ -116,12 +116,14 @@ func follows(d *sse.Decoder, shape consume.Shape, last bool) (more, ends bool) {
 // allocation instead of four, so that a chunk's read touches one region
 // of memory (by a stream's next chunk, on a busy gateway, what it
 // touched is out of the cache).
+// The state every chunk reads comes first, and the kept chunk with it:
+// all in the allocation's first page, ahead of the decoder's buffers.
 type streamReader struct {
 	idle    idleTimer
 	dec     sse.Decoder
-	room    [4096]byte // the decoder's first buffers: a token chunk is 200-300 bytes
 	repeats jsonscan.Repeat
-	last    [512]byte // where repeats keeps the last chunk
+	last    [512]byte  // where repeats keeps the last chunk
+	room    [4096]byte // the decoder's first buffers: a token chunk is 200-300 bytes
 }
 
 // malformed reports a response that arrived but broke its format. The
