@@ -23,7 +23,7 @@ var ErrWritingDownstream = errors.New("sse: writing downstream")
 // (one that sends its heartbeats between its chunks). After the first
 // error every method returns it.
 type Writer struct {
-	// What every event touches comes first, in one line of the cache.
+	// What every event touches comes first, together (64 bytes).
 	mu     sync.Mutex // guards the fields below when shared
 	shared bool       // set by NewWriter: lock mu
 	header bool

@@ -21,7 +21,7 @@ const maxSpans = 16
 // gives it room for the first values, so that it need not allocate.
 type Repeat struct {
 	last  []byte // the kept value; nil: none
-	n     int    // spans used: before them, which a value reads from the first
+	n     int    // spans used; ahead of them: a value reads it, then the first few
 	spans [maxSpans]span
 }
 

@@ -112,12 +112,12 @@ func follows(d *sse.Decoder, shape consume.Shape, last bool) (more, ends bool) {
 }
 
 // streamReader is what a stream's relay keeps for the stream's length:
-// the idle timer, the decoder and the decoder's first buffers, one
-// allocation instead of four, so that a chunk's read touches one region
-// of memory (by a stream's next chunk, on a busy gateway, what it
-// touched is out of the cache).
-// The state every chunk reads comes first, and the kept chunk with it:
-// all in the allocation's first page, ahead of the decoder's buffers.
+// the idle timer, the decoder, the kept chunk and the decoder's first
+// buffers, one allocation instead of four, so that a chunk's read
+// touches one region of memory (by a stream's next chunk, on a busy
+// gateway, what it touched is out of the cache). The state every chunk
+// reads comes first, and the kept chunk with it: all in the
+// allocation's first page, ahead of the decoder's 4 KB of buffers.
 type streamReader struct {
 	idle    idleTimer
 	dec     sse.Decoder
