@@ -28,13 +28,14 @@ const DefaultCompletionWeight = 2
 type meter struct {
 	sched *fairshare.Scheduler
 	k     policy.Key
-	// prompt and expected are the start's estimates; streamed counts data
-	// events; charged is the service charged so far, and owed what the
-	// tokens beyond the expectation add and is not charged yet (see
-	// chargeBatch).
-	prompt, charged float64
+	prompt  float64 // the start's estimate of the prompt's tokens
+	charged float64 // the service charged so far
+
 	// What a stream's every chunk touches, together after the tally's
-	// count (its last field): see invocation.
+	// count (its last field): see invocation. expected is the start's
+	// estimate of the completion; streamed counts data events; owed is
+	// what the tokens beyond the expectation add and is not charged yet
+	// (see chargeBatch); w weighs a completion token.
 	tally                    Tally
 	settled                  bool // final usage seen: the totals are exact
 	streamed, expected, owed float64
