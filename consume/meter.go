@@ -26,8 +26,8 @@ const DefaultCompletionWeight = 2
 // cut short is charged what it produced. Only the request's invocation
 // goroutine uses it.
 type meter struct {
-	sched *fairshare.Scheduler
-	k     policy.Key
+	sched   *fairshare.Scheduler
+	k       policy.Key
 	prompt  float64 // the start's estimate of the prompt's tokens
 	charged float64 // the service charged so far
 
