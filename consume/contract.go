@@ -96,7 +96,9 @@ func (r Result) String() string {
 
 // Handler is called for each delivery. At most one message of a LiteTopic
 // is being handled at any moment. It must return promptly: waiting is
-// expressed by returning Suspend, never by blocking.
+// expressed by returning Suspend, never by blocking. d is the handler's
+// only until it returns (the embedded engine reuses it for a later
+// message): copy what must be kept.
 type Handler func(ctx context.Context, d *Delivery) Result
 
 // Backend is a LiteTopic queue: the embedded engine or RocketMQ. All methods

@@ -33,7 +33,8 @@ type Config struct {
 	// Logger receives panics and drops. Nil means slog.Default().
 	Logger *slog.Logger
 	// OnPanic, if set, is called after a handler panicked with the
-	// delivery and the recovered value; the message has been dropped.
+	// delivery (valid during the call, as a Handler's) and the recovered
+	// value; the message has been dropped.
 	OnPanic func(d *consume.Delivery, v any)
 	// InlineDelivery lets Publish deliver a message that lands in an idle
 	// LiteTopic itself, on the caller's goroutine, while a worker is free
@@ -97,6 +98,7 @@ type Engine struct {
 	ready   topicQueue
 	idle    idleList
 	timers  timerHeap
+	spare   spareEntries
 	msgs    int
 	bytes   int64
 	rate    drainRate // engine-wide, for FullError.RetryAfter

@@ -28,28 +28,26 @@ func (e *Engine) Publish(ctx context.Context, m *consume.Message) error {
 	if err := consume.ValidLiteTopic(m.LiteTopic); err != nil {
 		return err
 	}
-	en := &entry{d: consume.Delivery{Message: *m, Attempt: 1}}
 	now := time.Now().UnixNano()
-
-	inline, err := e.enqueue(m, en, now)
+	inline, en, err := e.enqueue(m, now)
 	if inline != nil {
 		e.deliverInline(inline, en)
 	}
 	return err
 }
 
-// enqueue adds en to m's LiteTopic. It returns the topic when the caller
-// is to deliver en itself.
-func (e *Engine) enqueue(m *consume.Message, en *entry, now int64) (*topic, error) {
+// enqueue adds m to its LiteTopic. It returns the topic and m's entry
+// when the caller is to deliver it itself.
+func (e *Engine) enqueue(m *consume.Message, now int64) (*topic, *entry, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, consume.ErrClosed
+		return nil, nil, consume.ErrClosed
 	}
 	e.reclaim(now, reclaimPerPublish)
 	t := e.topics[m.LiteTopic]
 	if err := e.admit(m); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if t == nil {
 		t = &topic{name: m.LiteTopic}
@@ -57,17 +55,18 @@ func (e *Engine) enqueue(m *consume.Message, en *entry, now int64) (*topic, erro
 	} else if t.state == stIdle {
 		e.idle.remove(t)
 	}
+	en := e.spare.get(m)
 	t.push(en)
 	e.msgs++
 	e.bytes += int64(len(m.Body))
 	if t.state != stIdle {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if e.takeInline(t) {
-		return t, nil
+		return t, en, nil
 	}
 	e.makeReady(t)
-	return nil, nil
+	return nil, nil, nil
 }
 
 // takeInline claims t, which just became non-empty, for delivery on the

@@ -88,6 +88,7 @@ func (e *Engine) remove(t *topic, now int64) {
 	en := t.pop()
 	e.msgs--
 	e.bytes -= int64(len(en.d.Body))
+	e.spare.put(en)
 	e.rate.observe(now, e.msgs == 0)
 	if !t.empty() {
 		e.makeReady(t) // to the back: round-robin across ready topics
