@@ -168,3 +168,26 @@ func TestSubmitToDoesNotWaitForAPublishToRunACallDeliveredElsewhere(t *testing.T
 		}
 	})
 }
+
+// SubmitInto serves a request from a Pending the caller keeps, as
+// SubmitTo does from one of its own; a Pending submitted once cannot be
+// submitted again.
+func TestSubmitIntoTheCallersPending(t *testing.T) {
+	q := startStreamQueue(t, true, streamUpstreams{})
+	var p consume.Pending
+	s := &recordingSink{done: make(chan struct{})}
+	req := &consume.Request{ID: "r1", Key: policy.Key{Tenant: "a", Model: "m"}}
+	if err := q.SubmitInto(context.Background(), &p, req, s); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Finish(&p)
+	if got := s.events(); !slices.Equal(got, streamed) || p.Req != req || !p.Dispatched() {
+		t.Fatalf("sink holds %q, Pending of %v dispatched %v; want %q, of r1, dispatched", got, p.Req, p.Dispatched(), streamed)
+	}
+	defer func() {
+		if v := recover(); v != "consume: SubmitInto with a Pending already submitted" {
+			t.Fatalf("a second SubmitInto recovered %v, want the panic", v)
+		}
+	}()
+	q.SubmitInto(context.Background(), &p, &consume.Request{ID: "r2", Key: req.Key}, s)
+}

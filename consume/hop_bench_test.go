@@ -44,22 +44,40 @@ func (hopSlot) Release() {}
 // 64 workers). Run it with -benchtime 2000x; it reports the hop's p50
 // and p99 in µs (an op is one request, 1 ms apart by construction),
 // timed after a warm-up (see warmUp), with the warm-up's length and the
-// page faults per timed op.
+// page faults per timed op. A hop is timed from the call that submits
+// the request (its Submitted): what the caller makes of it before, as
+// the gateway's handler makes its exchange, is not the queue's.
 // "sink" submits as the gateway does every request, streamed or not
-// (the upstream call is handed to the submitting goroutine), "channel"
-// as Submit does without a sink, as JSON answers once went (the call
-// runs on a goroutine of its own, the handler reads a channel).
+// (SubmitInto, with the Pending in the caller's state; the upstream call
+// is handed to the submitting goroutine); "sink-alloc" is the same
+// through SubmitTo, which allocates the Pending on the hop; "channel" is
+// Submit, without a sink, as JSON answers once went (the call runs on a
+// goroutine of its own, the handler reads a channel).
 // "control-N" is no queue at all, only N allocations of 72 bytes timed
-// the same way (a "sink" hop makes 15 with the benchmark's own request,
-// about 1.1 KB): what the loop's shape, a
-// goroutine woken from a sleep that allocates, costs by itself.
+// the same way (a "sink" hop makes 5, about 200 bytes; see
+// bench/findings/overhead.md): what the loop's shape, a goroutine woken
+// from a sleep that allocates, costs by itself.
 func BenchmarkQueueHop(b *testing.B) {
-	for _, n := range []int{0, 15} {
+	for _, n := range []int{0, 5, 15} {
 		b.Run("control-"+strconv.Itoa(n), func(b *testing.B) { benchAllocs(b, n) })
 	}
 	b.Run("sink", func(b *testing.B) {
 		benchHop(b, func(q *consume.Queue, req *consume.Request) (*consume.Pending, <-chan struct{}) {
+			st := &struct {
+				p    consume.Pending
+				sink endSink
+			}{sink: endSink{done: make(chan struct{})}}
+			req.Submitted = time.Now()
+			if err := q.SubmitInto(context.Background(), &st.p, req, st.sink); err != nil {
+				b.Fatal(err)
+			}
+			return &st.p, st.sink.done
+		})
+	})
+	b.Run("sink-alloc", func(b *testing.B) {
+		benchHop(b, func(q *consume.Queue, req *consume.Request) (*consume.Pending, <-chan struct{}) {
 			s := endSink{done: make(chan struct{})}
+			req.Submitted = time.Now()
 			p, err := q.SubmitTo(context.Background(), req, s)
 			if err != nil {
 				b.Fatal(err)
@@ -69,6 +87,7 @@ func BenchmarkQueueHop(b *testing.B) {
 	})
 	b.Run("channel", func(b *testing.B) {
 		benchHop(b, func(q *consume.Queue, req *consume.Request) (*consume.Pending, <-chan struct{}) {
+			req.Submitted = time.Now()
 			p, err := q.Submit(context.Background(), req)
 			if err != nil {
 				b.Fatal(err)
@@ -98,7 +117,7 @@ func benchHop(b *testing.B, submit func(*consume.Queue, *consume.Request) (*cons
 	var wg sync.WaitGroup
 	hop := func(i int) {
 		k := policy.Key{Tenant: "t" + strconv.Itoa(i%100), Model: "m"}
-		req := &consume.Request{ID: strconv.Itoa(i), Key: k, Body: []byte("{}"), Band: 1, Weight: 1, Submitted: time.Now()}
+		req := &consume.Request{ID: strconv.Itoa(i), Key: k, Body: []byte("{}"), Band: 1, Weight: 1}
 		p, done := submit(q, req)
 		wg.Go(func() {
 			<-done

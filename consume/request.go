@@ -130,7 +130,8 @@ const (
 
 // Pending is a submitted request whose handler waits for its response:
 // the registry entry that the consumer finds by request id. It is safe for
-// concurrent use.
+// concurrent use. A zero Pending is for [Queue.SubmitInto]; it must not be
+// copied.
 type Pending struct {
 	Req *Request
 	// Ctx is the client's request context (with the overall timeout). It
@@ -180,11 +181,17 @@ const eventBuffer = 16
 const chunkBuffers = eventBuffer + 2
 
 func newPending(ctx context.Context, req *Request, sink Sink) *Pending {
-	p := &Pending{Req: req, Ctx: ctx, sink: sink}
+	p := new(Pending)
+	p.init(ctx, req, sink)
+	return p
+}
+
+// init readies a zero p for req.
+func (p *Pending) init(ctx context.Context, req *Request, sink Sink) {
+	p.Req, p.Ctx, p.sink = req, ctx, sink
 	if sink == nil {
 		p.events = make(chan Event, eventBuffer)
 	}
-	return p
 }
 
 // Sink takes a response's events on the goroutine that produces them,

@@ -31,7 +31,14 @@ type exchange struct {
 	header    http.Header // a JSON answer's headers
 	wroteBody bool        // that answer was sent
 
-	// What a stream's every chunk touches, from the tally's count (its
+	// call is what goes upstream (upstreamRequest), and queued the
+	// request's Pending on the queue (submit): kept here, in the
+	// exchange's one allocation, rather than two more of their own, one of
+	// them on the queue's hop.
+	call   consume.Request
+	queued consume.Pending
+	// What a stream's every chunk touches, from the end of the Pending
+	// (its meter's count, then its sink) and the tally's count (its
 	// last field) through the sink's first fields: one region of memory
 	// (see responseSink).
 	tally     consume.Tally // the response's usage, in the route's shape
@@ -208,21 +215,22 @@ func (s *Server) predictedWait(k policy.Key) (wait, over time.Duration) {
 }
 
 // upstreamRequest is what the consumer (or a direct forward) sends
-// upstream for x.
+// upstream for x: x.call, filled in.
 func (s *Server) upstreamRequest(x *exchange) *consume.Request {
-	return &consume.Request{
+	x.call = consume.Request{
 		ID: x.id, Key: x.key, Path: x.req.Path, Body: x.req.Body, Stream: x.req.Stream,
 		Method: x.req.Method, ContentType: x.req.ContentType, Header: x.req.Header, Upstream: x.req.Upstream, Shape: x.rt.shape,
 		Prefix: x.req.Prefix, PromptBytes: x.req.PromptBytes,
 		Band: x.tenant.Priority.Band(), Weight: x.tenant.Weight, PromptTokens: x.req.PromptTokens,
 		CompletionTokens: s.expectedCompletion(x.rt, x.req), MaxBacklog: s.cfg.Table.Limits(x.key).Backlog, Submitted: x.admitted,
 	}
+	return &x.call
 }
 
 // submit hands the request to the queue; its response goes to sink,
 // which learns its Pending (Attach) before it is published.
 func (s *Server) submit(x *exchange, sink *responseSink) *APIError {
-	_, err := s.cfg.Queue.SubmitTo(x.ctx, s.upstreamRequest(x), sink)
+	err := s.cfg.Queue.SubmitInto(x.ctx, &x.queued, s.upstreamRequest(x), sink)
 	if err == nil {
 		return nil
 	}
