@@ -52,7 +52,7 @@ const nullSlots = 1 << 20
 
 type nullSlot struct{}
 
-func (nullSlot) Do(context.Context, *consume.Request, func(consume.Event) error) error {
+func (nullSlot) Do(context.Context, *consume.Request, consume.Emitter) error {
 	return nil
 }
 func (nullSlot) Release() {}

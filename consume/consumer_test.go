@@ -104,13 +104,13 @@ type fakeSlot struct {
 	once sync.Once
 }
 
-func (s *fakeSlot) Do(ctx context.Context, req *Request, emit func(Event) error) error {
+func (s *fakeSlot) Do(ctx context.Context, req *Request, emit Emitter) error {
 	defer s.Release()
 	s.u.calls.Add(1)
 	if s.u.do == nil {
 		return nil
 	}
-	return s.u.do(ctx, req, emit)
+	return s.u.do(ctx, req, emit.Emit)
 }
 
 func (s *fakeSlot) Release() {

@@ -81,8 +81,8 @@ func (instantUpstreams) Free(string) (int, int)                             { re
 
 type instantSlot struct{}
 
-func (instantSlot) Do(_ context.Context, _ *consume.Request, emit func(consume.Event) error) error {
-	return emit(consume.Event{Kind: consume.EventBody, Data: []byte("{}")})
+func (instantSlot) Do(_ context.Context, _ *consume.Request, emit consume.Emitter) error {
+	return emit.Emit(consume.Event{Kind: consume.EventBody, Data: []byte("{}")})
 }
 func (instantSlot) Release() {}
 

@@ -45,7 +45,7 @@ func BenchmarkEmitChunkCold(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i, c := 0, order[0]; i < b.N; i, c = i+1, sinks[c].next {
-		if err := calls[c].emit(ev); err != nil {
+		if err := calls[c].Emit(ev); err != nil {
 			b.Fatal(err)
 		}
 	}

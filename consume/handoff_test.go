@@ -26,13 +26,13 @@ func (streamUpstreams) Free(string) (int, int)                           { retur
 type streamSlot struct{}
 
 func (streamSlot) Release() {}
-func (streamSlot) Do(_ context.Context, _ *consume.Request, emit func(consume.Event) error) error {
+func (streamSlot) Do(_ context.Context, _ *consume.Request, emit consume.Emitter) error {
 	for _, ev := range []consume.Event{
 		{Kind: consume.EventHeader, Status: http.StatusOK},
 		{Kind: consume.EventChunk, Data: []byte(`{"a":1}`)},
 		{Kind: consume.EventChunk, Data: []byte(`{"a":2}`)},
 	} {
-		if err := emit(ev); err != nil {
+		if err := emit.Emit(ev); err != nil {
 			return err
 		}
 	}

@@ -28,12 +28,12 @@ func (*hopUpstreams) Free(string) (int, int)                           { return 
 
 type hopSlot struct{ u *hopUpstreams }
 
-func (s hopSlot) Do(_ context.Context, req *consume.Request, emit func(consume.Event) error) error {
+func (s hopSlot) Do(_ context.Context, req *consume.Request, emit consume.Emitter) error {
 	hop := time.Since(req.Submitted)
 	s.u.mu.Lock()
 	s.u.hops = append(s.u.hops, hop)
 	s.u.mu.Unlock()
-	return emit(consume.Event{Kind: consume.EventBody, Data: []byte("{}")})
+	return emit.Emit(consume.Event{Kind: consume.EventBody, Data: []byte("{}")})
 }
 func (hopSlot) Release() {}
 

@@ -43,18 +43,32 @@ type Upstreams interface {
 	OnFree(f func(models []string))
 }
 
+// Emitter takes a response's events as its upstream call produces them
+// ([Slot.Do]). It is an interface rather than a function so that the
+// consumer passes its invocation itself: a method value would be one more
+// allocation per request, and one more line of the cache per chunk.
+type Emitter interface {
+	Emit(Event) error
+}
+
+// EmitFunc is a function as an Emitter.
+type EmitFunc func(Event) error
+
+// Emit calls f.
+func (f EmitFunc) Emit(ev Event) error { return f(ev) }
+
 // Slot is reserved upstream capacity for exactly one request.
 type Slot interface {
-	// Do performs the request and calls emit for each response event in
+	// Do performs the request and hands emit each response event in
 	// order (EventHeader, then EventChunk... or EventBody). It returns nil
 	// after the response ended cleanly, or the error that ended it. A
 	// failure before the first response byte may be retried on another
 	// upstream inside Do; after it never. Cancelling ctx aborts the
 	// upstream call. Do releases the slot when it returns. An
-	// EventChunk's Data is valid only during its emit call (it aliases
+	// EventChunk's Data is valid only during its Emit call (it aliases
 	// the relay's read buffer, so that a chunk costs no allocation):
 	// emit copies what it keeps, as [Pending.Send] does.
-	Do(ctx context.Context, req *Request, emit func(Event) error) error
+	Do(ctx context.Context, req *Request, emit Emitter) error
 	// Release gives the slot back without using it. Calling it after Do
 	// (or twice) is a no-op.
 	Release()

@@ -35,7 +35,7 @@ func (inv *invocation) call() {
 			p.Send(Event{Kind: EventError, Err: fmt.Errorf("consume: upstream call panicked: %v", v)})
 		}
 	}()
-	err := slot.Do(p.Ctx, p.Req, inv.emit)
+	err := slot.Do(p.Ctx, p.Req, inv)
 	if u := m.tally.Usage; m.tally.Known && u.Cached {
 		if r, ok := slot.(CacheReporter); ok {
 			r.Cached(p.Req, u.PromptTokens, u.CachedTokens)
@@ -48,8 +48,8 @@ func (inv *invocation) call() {
 	p.Send(Event{Kind: EventDone})
 }
 
-// emit is where the call streams its events: the meter, then the client.
-func (inv *invocation) emit(ev Event) error {
+// Emit is where the call streams its events: the meter, then the client.
+func (inv *invocation) Emit(ev Event) error {
 	inv.m.observe(ev)
 	return inv.p.Send(ev)
 }

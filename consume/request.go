@@ -342,13 +342,13 @@ func (p *Pending) ReleasedAt() time.Time {
 // events and ends with EventDone or EventError, as the consumer would.
 // Cancelling ctx aborts do; the caller cancels ctx and then calls wait,
 // which returns once the goroutine has.
-func Direct(ctx context.Context, req *Request, do func(context.Context, *Request, func(Event) error) error) (p *Pending, wait func()) {
+func Direct(ctx context.Context, req *Request, do func(context.Context, *Request, Emitter) error) (p *Pending, wait func()) {
 	p = newPending(ctx, req, nil)
 	p.claim(time.Now())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := do(ctx, req, p.Send); err != nil {
+		if err := do(ctx, req, EmitFunc(p.Send)); err != nil {
 			p.Send(Event{Kind: EventError, Err: err})
 			return
 		}

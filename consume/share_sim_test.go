@@ -66,16 +66,16 @@ func (s *simSlot) Release() {
 	})
 }
 
-func (s *simSlot) Do(ctx context.Context, req *consume.Request, emit func(consume.Event) error) error {
+func (s *simSlot) Do(ctx context.Context, req *consume.Request, emit consume.Emitter) error {
 	defer s.Release()
-	emit(consume.Event{Kind: consume.EventHeader, Status: 200})
+	emit.Emit(consume.Event{Kind: consume.EventHeader, Status: 200})
 	n := int(req.CompletionTokens)
 	time.Sleep(s.p.ttft)
 	for i := range n {
 		if i > 0 {
 			time.Sleep(s.p.tokenTime())
 		}
-		emit(consume.Event{Kind: consume.EventChunk, Data: []byte(`{"choices":[{"delta":{"content":"x"}}]}`)})
+		emit.Emit(consume.Event{Kind: consume.EventChunk, Data: []byte(`{"choices":[{"delta":{"content":"x"}}]}`)})
 		if !time.Now().Before(s.p.from) {
 			s.p.mu.Lock()
 			s.p.tokens[req.Key.Tenant]++
@@ -83,7 +83,7 @@ func (s *simSlot) Do(ctx context.Context, req *consume.Request, emit func(consum
 		}
 	}
 	usage := fmt.Sprintf(`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":%d,"total_tokens":%d}}`, n, n+1)
-	return emit(consume.Event{Kind: consume.EventChunk, Data: []byte(usage)})
+	return emit.Emit(consume.Event{Kind: consume.EventChunk, Data: []byte(usage)})
 }
 
 // tokenTime is how long the next token takes at the batch's present size.

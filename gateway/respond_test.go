@@ -43,7 +43,7 @@ func (u *scriptedUpstreams) Free(string) (int, int)                           { 
 type scriptedSlot struct{ u *scriptedUpstreams }
 
 func (s scriptedSlot) Release() {}
-func (s scriptedSlot) Do(ctx context.Context, _ *consume.Request, emit func(consume.Event) error) (err error) {
+func (s scriptedSlot) Do(ctx context.Context, _ *consume.Request, emit consume.Emitter) (err error) {
 	if s.u.ended != nil {
 		defer func() { s.u.ended <- err }()
 	}
@@ -56,7 +56,7 @@ func (s scriptedSlot) Do(ctx context.Context, _ *consume.Request, emit func(cons
 	}
 	script := s.u.script
 	for _, ev := range script[:len(script)-1] {
-		if err := emit(ev); err != nil {
+		if err := emit.Emit(ev); err != nil {
 			return err
 		}
 	}

@@ -36,7 +36,7 @@ type Admitter interface {
 // Forwarder sends a request straight to an upstream, outside the queue
 // (implemented by *upstream.Pool): direct routes and follow-ups.
 type Forwarder interface {
-	Forward(ctx context.Context, req *consume.Request, emit func(consume.Event) error) error
+	Forward(ctx context.Context, req *consume.Request, emit consume.Emitter) error
 }
 
 // Config wires a Server. Every pointer field is required unless it says
@@ -231,6 +231,6 @@ func stringErrs(ss []string) []error {
 // noForwarder is the Direct of a Server whose pool cannot forward.
 type noForwarder struct{}
 
-func (noForwarder) Forward(context.Context, *consume.Request, func(consume.Event) error) error {
+func (noForwarder) Forward(context.Context, *consume.Request, consume.Emitter) error {
 	return fmt.Errorf("%w: no forwarder configured", upstream.ErrUpstreamUnavailable)
 }

@@ -59,7 +59,7 @@ type gateSlot struct {
 	once sync.Once
 }
 
-func (s *gateSlot) Do(_ context.Context, req *consume.Request, _ func(consume.Event) error) error {
+func (s *gateSlot) Do(_ context.Context, req *consume.Request, _ consume.Emitter) error {
 	s.p.did <- req.ID
 	s.Release()
 	return nil

@@ -50,7 +50,7 @@ func BenchmarkDoStream(b *testing.B) {
 		if !ok {
 			b.Fatal("no slot")
 		}
-		if err := slot.Do(b.Context(), req, (&recordEvents{}).emit); err != nil {
+		if err := slot.Do(b.Context(), req, &recordEvents{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -43,9 +43,9 @@ func TestNonJSONBodyPassesThrough(t *testing.T) {
 				var rec recordEvents
 				var err error
 				if direct {
-					err = p.Forward(t.Context(), chatReq("r", stream, ""), rec.emit)
+					err = p.Forward(t.Context(), chatReq("r", stream, ""), &rec)
 				} else {
-					err = mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", stream, ""), rec.emit)
+					err = mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", stream, ""), &rec)
 				}
 				if err != nil {
 					t.Fatalf("%s stream=%v direct=%v: %v", c.ct, stream, direct, err)
@@ -77,7 +77,7 @@ func TestBodyDeclaredJSONMustBeJSON(t *testing.T) {
 		url := bodyUpstream(t, c.ct, c.body)
 		p := newPool(t, UpstreamConfig{URL: url, Models: []string{"m"}})
 		var rec recordEvents
-		err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", false, ""), rec.emit)
+		err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", false, ""), &rec)
 		want := strings.Replace(c.want, "URL", url, 1)
 		if !errors.Is(err, ErrBodyNotJSON) || !errors.Is(err, ErrStreamMalformed) || err.Error() != want {
 			t.Errorf("%q: err %v\nwant %s", c.ct, err, want)
@@ -99,7 +99,7 @@ func TestBodyTooLargeNamesTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	err = mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", false, ""), (&recordEvents{}).emit)
+	err = mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", false, ""), &recordEvents{})
 	want := "upstream: response broke off: the body exceeds the size limit: " + url + ": 10 bytes"
 	if !errors.Is(err, ErrBodyTooLarge) || err.Error() != want {
 		t.Fatalf("err %v\nwant %s", err, want)

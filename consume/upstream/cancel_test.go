@@ -32,12 +32,12 @@ func TestCancelAbortsUpstreamRequest(t *testing.T) {
 	p := newPool(t, UpstreamConfig{URL: url, Models: []string{"m"}})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	emit := func(ev consume.Event) error {
+	emit := consume.EmitFunc(func(ev consume.Event) error {
 		if ev.Kind == consume.EventChunk {
 			cancel() // the client leaves after the first chunk
 		}
 		return nil
-	}
+	})
 	go func() { done <- mustAcquire(t, p, "m").Do(ctx, chatReq("r", true, ""), emit) }()
 	waitFor(t, aborted, "the upstream to see its request cancelled")
 	err := waitFor(t, done, "Do to return")
@@ -53,12 +53,12 @@ func TestEmitErrorAbortsUpstreamRequest(t *testing.T) {
 	url, aborted := hangingUpstream(t)
 	p := newPool(t, UpstreamConfig{URL: url, Models: []string{"m"}})
 	gone := errors.New("client gone")
-	emit := func(ev consume.Event) error {
+	emit := consume.EmitFunc(func(ev consume.Event) error {
 		if ev.Kind == consume.EventChunk {
 			return gone
 		}
 		return nil
-	}
+	})
 	if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", true, ""), emit); !errors.Is(err, gone) {
 		t.Fatalf("err = %v, want the emit error", err)
 	}

@@ -36,7 +36,7 @@ func TestDoStreamEventSequence(t *testing.T) {
 	s := newSim(t, "m")
 	p := newPool(t, UpstreamConfig{URL: s.url, Models: []string{"m"}})
 	var rec recordEvents
-	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, `,"stream_options":{"include_usage":true}`), rec.emit)
+	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, `,"stream_options":{"include_usage":true}`), &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestDoStreamOtherFrames(t *testing.T) {
 	t.Cleanup(ts.Close)
 	p := newPool(t, UpstreamConfig{URL: ts.URL, Models: []string{"m"}})
 	var rec recordEvents
-	if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, ""), rec.emit); err != nil {
+	if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, ""), &rec); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -124,7 +124,7 @@ func TestDoStreamSaysWhatFollows(t *testing.T) {
 	p := newPool(t, UpstreamConfig{URL: ts.URL, Models: []string{"m"}})
 	run := func(req *consume.Request) []string {
 		var got []string
-		err := mustAcquire(t, p, "m").Do(t.Context(), req, func(ev consume.Event) error {
+		err := mustAcquire(t, p, "m").Do(t.Context(), req, consume.EmitFunc(func(ev consume.Event) error {
 			if ev.Kind == consume.EventChunk {
 				got = append(got, fmt.Sprintf("%s%s more=%v ends=%v final=%v", ev.Name, ev.Data, ev.More, ev.Ends, ev.Final))
 				switch {
@@ -135,7 +135,7 @@ func TestDoStreamSaysWhatFollows(t *testing.T) {
 				}
 			}
 			return nil
-		})
+		}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func TestDoNonStreamBody(t *testing.T) {
 	s := newSim(t, "m")
 	p := newPool(t, UpstreamConfig{URL: s.url, Models: []string{"m"}})
 	var rec recordEvents
-	if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r2", false, ""), rec.emit); err != nil {
+	if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r2", false, ""), &rec); err != nil {
 		t.Fatal(err)
 	}
 	got := kinds(rec.evs)
@@ -197,7 +197,7 @@ func TestDoRequestAndResponseHeaders(t *testing.T) {
 	defer ts.Close()
 	p := newPool(t, UpstreamConfig{URL: ts.URL, Models: []string{"m"}})
 	var rec recordEvents
-	if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r3", true, ""), rec.emit); err != nil {
+	if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r3", true, ""), &rec); err != nil {
 		t.Fatal(err)
 	}
 	r := <-seen
@@ -244,7 +244,7 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 			}
 			var rec recordEvents
 			slot := mustAcquire(t, p, "m") // ties go to the first upstream
-			if err := slot.Do(t.Context(), chatReq("r", true, ""), rec.emit); err != nil {
+			if err := slot.Do(t.Context(), chatReq("r", true, ""), &rec); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(rec.evs); n != 5 || rec.evs[0].Status != 200 {
@@ -267,7 +267,7 @@ func TestNoRetryOn4xx(t *testing.T) {
 	// The sim does not serve "m2": it answers 404 as vLLM does.
 	req := chatReq("r", false, "")
 	req.Body = []byte(strings.Replace(string(req.Body), `"model":"m"`, `"model":"m2"`, 1))
-	err := mustAcquire(t, p, "m").Do(t.Context(), req, (&recordEvents{}).emit)
+	err := mustAcquire(t, p, "m").Do(t.Context(), req, &recordEvents{})
 	var se *StatusError
 	if !errors.As(err, &se) || se.Status != 404 || se.Upstream != bad.url || !strings.Contains(string(se.Body), "does not exist") {
 		t.Fatalf("err = %v", err)
@@ -281,7 +281,7 @@ func TestNoOtherUpstreamReturnsStatusError(t *testing.T) {
 	s := newSim(t, "m")
 	s.InjectFailure(vllmsim.Failure{StatusBeforeFirstByte: 503})
 	p := newPool(t, UpstreamConfig{URL: s.url, Models: []string{"m"}})
-	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", true, ""), (&recordEvents{}).emit)
+	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", true, ""), &recordEvents{})
 	var se *StatusError
 	if !errors.As(err, &se) || se.Status != 503 || !strings.Contains(string(se.Body), `"code":503`) {
 		t.Fatalf("err = %v", err)
@@ -296,7 +296,7 @@ func TestNoOtherUpstreamReturnsStatusError(t *testing.T) {
 
 func TestUnavailableWrapsTransportError(t *testing.T) {
 	p := newPool(t, UpstreamConfig{URL: closedURL(t), Models: []string{"m"}})
-	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", true, ""), (&recordEvents{}).emit)
+	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", true, ""), &recordEvents{})
 	if !errors.Is(err, ErrUpstreamUnavailable) {
 		t.Fatalf("err = %v", err)
 	}
@@ -307,7 +307,7 @@ func TestNoRetryAfterFirstByte(t *testing.T) {
 	bad.InjectFailure(vllmsim.Failure{ResetAfterChunks: 2})
 	p := newPool(t, UpstreamConfig{URL: bad.url, Models: []string{"m"}}, UpstreamConfig{URL: good.url, Models: []string{"m"}})
 	var rec recordEvents
-	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", true, ""), rec.emit)
+	err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", true, ""), &rec)
 	if !errors.Is(err, ErrStreamBroken) {
 		t.Fatalf("err = %v, want ErrStreamBroken", err)
 	}
@@ -325,7 +325,7 @@ func TestNonStreamBodyLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", false, ""), (&recordEvents{}).emit)
+	err = mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", false, ""), &recordEvents{})
 	if !errors.Is(err, ErrStreamBroken) {
 		t.Fatalf("err = %v", err)
 	}
@@ -338,15 +338,15 @@ func TestDoTwiceAndAfterRelease(t *testing.T) {
 	sim := newSim(t, "m")
 	p := newPool(t, UpstreamConfig{URL: sim.url, Models: []string{"m"}})
 	used := mustAcquire(t, p, "m")
-	if err := used.Do(t.Context(), chatReq("r1", false, ""), (&recordEvents{}).emit); err != nil {
+	if err := used.Do(t.Context(), chatReq("r1", false, ""), &recordEvents{}); err != nil {
 		t.Fatalf("first Do: %v", err)
 	}
-	if err := used.Do(t.Context(), chatReq("r2", false, ""), (&recordEvents{}).emit); !errors.Is(err, errSlotUsed) {
+	if err := used.Do(t.Context(), chatReq("r2", false, ""), &recordEvents{}); !errors.Is(err, errSlotUsed) {
 		t.Fatalf("second Do = %v, want errSlotUsed", err)
 	}
 	released := mustAcquire(t, p, "m")
 	released.Release()
-	if err := released.Do(t.Context(), chatReq("r3", false, ""), (&recordEvents{}).emit); !errors.Is(err, errSlotUsed) {
+	if err := released.Do(t.Context(), chatReq("r3", false, ""), &recordEvents{}); !errors.Is(err, errSlotUsed) {
 		t.Fatalf("Do after Release = %v, want errSlotUsed", err)
 	}
 	if n := sim.Stats().Requests; n != 1 {

@@ -20,7 +20,7 @@ var ErrPinnedGone = errors.New("upstream: pinned upstream is not in the pool")
 // short and not counted against MaxConcurrency, so it neither waits for
 // nor takes a generation slot. Events and errors are as for
 // [consume.Slot.Do].
-func (p *Pool) Forward(ctx context.Context, req *consume.Request, emit func(consume.Event) error) error {
+func (p *Pool) Forward(ctx context.Context, req *consume.Request, emit consume.Emitter) error {
 	s, err := p.pick(req.Key.Model, req.Upstream, false)
 	if err != nil {
 		return err

@@ -67,7 +67,7 @@ func TestRelayNamedEvents(t *testing.T) {
 		req := chatReq("n1", true, "")
 		req.Shape = tc.shape
 		var rec recordEvents
-		if err := mustAcquire(t, p, "m").Do(t.Context(), req, rec.emit); err != nil {
+		if err := mustAcquire(t, p, "m").Do(t.Context(), req, &rec); err != nil {
 			t.Fatalf("shape %d: %v", tc.shape, err)
 		}
 		if got := named(rec.evs); strings.Join(got, "|") != strings.Join(tc.want, "|") {
@@ -91,7 +91,7 @@ func TestRelayNamedEventsTruncated(t *testing.T) {
 	req := chatReq("n2", true, "")
 	req.Shape = consume.ShapeResponses
 	var rec recordEvents
-	err := mustAcquire(t, p, "m").Do(t.Context(), req, rec.emit)
+	err := mustAcquire(t, p, "m").Do(t.Context(), req, &rec)
 	if !errors.Is(err, ErrStreamMalformed) || !strings.Contains(err.Error(), "before its last event") {
 		t.Fatalf("err = %v, want ErrStreamMalformed before its last event", err)
 	}
@@ -117,7 +117,7 @@ func TestForwardPinnedMethodAndHeaders(t *testing.T) {
 	req := &consume.Request{ID: "f1", Key: policy.Key{Tenant: "t", Model: "m"}, Method: http.MethodGet,
 		Path: "/v1/responses/resp_1?x=1", Upstream: pinned.URL, Header: http.Header{"Anthropic-Version": {"2023-06-01"}}}
 	var rec recordEvents
-	if err := p.Forward(t.Context(), req, rec.emit); err != nil {
+	if err := p.Forward(t.Context(), req, &rec); err != nil {
 		t.Fatal(err)
 	}
 	want := seen{"GET", "/v1/responses/resp_1?x=1", "", "2023-06-01", ""}
@@ -142,11 +142,11 @@ func TestForwardPinnedGoneOrDown(t *testing.T) {
 	p := newPool(t, UpstreamConfig{URL: s.url, Models: []string{"m"}}, UpstreamConfig{URL: down, Models: []string{"m"}})
 	req := chatReq("g1", false, "")
 	req.Upstream = "http://gone.invalid"
-	if err := p.Forward(t.Context(), req, (&recordEvents{}).emit); !errors.Is(err, ErrPinnedGone) {
+	if err := p.Forward(t.Context(), req, &recordEvents{}); !errors.Is(err, ErrPinnedGone) {
 		t.Errorf("unknown pin: %v, want ErrPinnedGone", err)
 	}
 	req.Upstream = down
-	if err := p.Forward(t.Context(), req, (&recordEvents{}).emit); !errors.Is(err, ErrUpstreamUnavailable) {
+	if err := p.Forward(t.Context(), req, &recordEvents{}); !errors.Is(err, ErrUpstreamUnavailable) {
 		t.Errorf("down pin: %v, want ErrUpstreamUnavailable", err)
 	}
 	if known, ok := p.Pinned(down); !known || ok {
@@ -168,7 +168,7 @@ func TestDoMovesToPinnedUpstream(t *testing.T) {
 	target := s1.(*slot).u.url
 	req := chatReq("p1", false, "")
 	req.Upstream = target
-	if err := s2.Do(t.Context(), req, (&recordEvents{}).emit); err != nil {
+	if err := s2.Do(t.Context(), req, &recordEvents{}); err != nil {
 		t.Fatal(err)
 	}
 	s1.Release()

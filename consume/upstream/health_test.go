@@ -66,7 +66,7 @@ func passiveDownBackoffAndProberRecovery(t *testing.T) {
 		if !ok {
 			return errNoSlot
 		}
-		return s.Do(t.Context(), chatReq("r", false, ""), (&recordEvents{}).emit)
+		return s.Do(t.Context(), chatReq("r", false, ""), &recordEvents{})
 	}
 	f.status.Store(503)
 	steps := []struct {

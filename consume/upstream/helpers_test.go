@@ -42,7 +42,7 @@ type recordEvents struct {
 	evs []consume.Event
 }
 
-func (r *recordEvents) emit(ev consume.Event) error {
+func (r *recordEvents) Emit(ev consume.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev.Data, ev.Frame = bytes.Clone(ev.Data), bytes.Clone(ev.Frame) // valid only during the call

@@ -59,7 +59,7 @@ func TestIdleTimeoutStallsStream(t *testing.T) {
 		var rec recordEvents
 		errc := make(chan error, 1)
 		t0 := time.Now()
-		go func() { errc <- mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, ""), rec.emit) }()
+		go func() { errc <- mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, ""), &rec) }()
 		synctest.Wait()
 		time.Sleep(20 * time.Second)
 		u.send(t, "data: {\"a\":1}\n\n")
@@ -88,10 +88,10 @@ func TestIdleTimeoutStallsStream(t *testing.T) {
 func TestIdleTimeoutIgnoresSlowClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, u := pipePool(t, 30*time.Second)
-		slow := func(ev consume.Event) error {
+		slow := consume.EmitFunc(func(ev consume.Event) error {
 			time.Sleep(time.Minute)
 			return nil
-		}
+		})
 		errc := make(chan error, 1)
 		go func() { errc <- mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, ""), slow) }()
 		synctest.Wait()
@@ -116,7 +116,7 @@ func TestMalformedStreams(t *testing.T) {
 				p, u := pipePool(t, 0)
 				errc := make(chan error, 1)
 				go func() {
-					errc <- mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, ""), (&recordEvents{}).emit)
+					errc <- mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, ""), &recordEvents{})
 				}()
 				synctest.Wait()
 				u.send(t, c.body)
@@ -146,12 +146,12 @@ func TestNegativeIdleTimeout(t *testing.T) {
 func TestIdleTimeoutAfterSlowClientIsExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, u := pipePool(t, 30*time.Second)
-		slowOnce := func(ev consume.Event) error {
+		slowOnce := consume.EmitFunc(func(ev consume.Event) error {
 			if ev.Kind == consume.EventChunk {
 				time.Sleep(45 * time.Second)
 			}
 			return nil
-		}
+		})
 		errc := make(chan error, 1)
 		t0 := time.Now()
 		go func() { errc <- mustAcquire(t, p, "m").Do(t.Context(), chatReq("r1", true, ""), slowOnce) }()

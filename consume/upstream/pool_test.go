@@ -138,10 +138,10 @@ func TestReservedCountsSlotsNotYetUsed(t *testing.T) {
 	b := mustAcquire(t, p, "m")
 	want("two acquired", 2, 2)
 	var during []int
-	err := a.Do(t.Context(), chatReq("r1", true, ""), func(consume.Event) error {
+	err := a.Do(t.Context(), chatReq("r1", true, ""), consume.EmitFunc(func(consume.Event) error {
 		during = append(during, p.Stats()[0].Reserved)
 		return nil
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestReservedCountsSlotsNotYetUsed(t *testing.T) {
 	b.Release()
 	b.Release()
 	want("b released unused, twice", 0, 0)
-	if err := b.Do(t.Context(), chatReq("r2", true, ""), func(consume.Event) error { return nil }); !errors.Is(err, errSlotUsed) {
+	if err := b.Do(t.Context(), chatReq("r2", true, ""), consume.EmitFunc(func(consume.Event) error { return nil })); !errors.Is(err, errSlotUsed) {
 		t.Fatalf("Do on a released slot: %v, want errSlotUsed", err)
 	}
 	want("Do on a released slot", 0, 0)

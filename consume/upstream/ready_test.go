@@ -163,7 +163,7 @@ func TestPassiveRecoveryRediscoversModels(t *testing.T) {
 			if !ok {
 				return errNoSlot
 			}
-			return s.Do(t.Context(), chatReq("r", false, ""), (&recordEvents{}).emit)
+			return s.Do(t.Context(), chatReq("r", false, ""), &recordEvents{})
 		}
 		a.unload()
 		if err := call(); err == nil {

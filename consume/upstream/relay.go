@@ -17,11 +17,11 @@ import (
 
 // relay emits a 2xx response as events and closes its body. Errors after
 // this point are never retried.
-func (s *slot) relay(ctx context.Context, stop context.CancelFunc, resp *http.Response, req *consume.Request, emit func(consume.Event) error) error {
+func (s *slot) relay(ctx context.Context, stop context.CancelFunc, resp *http.Response, req *consume.Request, emit consume.Emitter) error {
 	defer resp.Body.Close()
 	header := resp.Header.Clone()
 	removeHopByHop(header)
-	if err := emit(consume.Event{Kind: consume.EventHeader, Status: resp.StatusCode, Header: header, Upstream: s.u.url}); err != nil {
+	if err := emit.Emit(consume.Event{Kind: consume.EventHeader, Status: resp.StatusCode, Header: header, Upstream: s.u.url}); err != nil {
 		return err
 	}
 	if req.Stream && isEventStream(resp.Header.Get("Content-Type")) {
@@ -54,7 +54,7 @@ func (s *slot) broken(ctx context.Context, err error) error {
 // stream with an error, never with a silent, clean-looking end (an SDK
 // takes a clean EOF for a finished answer). A stream whose upstream is
 // silent for its idle timeout is aborted through stop.
-func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io.Reader, shape consume.Shape, emit func(consume.Event) error) error {
+func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io.Reader, shape consume.Shape, emit consume.Emitter) error {
 	r := new(streamReader)
 	idle, d := &r.idle, &r.dec
 	idle.init(s.u.idle, stop)
@@ -86,7 +86,7 @@ func (s *slot) relayStream(ctx context.Context, stop context.CancelFunc, body io
 		}
 		last := shape.Named() && shape.Ends(ev.Event, ev.Data)
 		more, ends := follows(d, shape, last)
-		if err := emit(consume.Event{Kind: consume.EventChunk, Name: ev.Event, Data: ev.Data, Frame: ev.Raw,
+		if err := emit.Emit(consume.Event{Kind: consume.EventChunk, Name: ev.Event, Data: ev.Data, Frame: ev.Raw,
 			More: more, Ends: ends, Final: (last || ends) && d.AtEOF(), Reading: reading}); err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ const (
 // says it is JSON (or says nothing) must be JSON; any other type (the
 // text, SRT or VTT answer of a transcription, any text/*) is the
 // upstream's to choose and goes to the client as it came, with its type.
-func (s *slot) relayBody(ctx context.Context, resp *http.Response, shape consume.Shape, emit func(consume.Event) error) error {
+func (s *slot) relayBody(ctx context.Context, resp *http.Response, shape consume.Shape, emit consume.Emitter) error {
 	limit, contentType := s.p.cfg.MaxBodyBytes, resp.Header.Get("Content-Type")
 	data, err := readWhole(resp.Body, resp.ContentLength, limit)
 	if err != nil {
@@ -166,7 +166,7 @@ func (s *slot) relayBody(ctx context.Context, resp *http.Response, shape consume
 	}
 	tally := consume.Tally{Shape: shape}
 	if !declaresJSON(contentType) {
-		return emit(consume.Event{Kind: consume.EventBody, Data: data, Reading: tally.Read(consume.EventBody, "", data)})
+		return emit.Emit(consume.Event{Kind: consume.EventBody, Data: data, Reading: tally.Read(consume.EventBody, "", data)})
 	}
 	// One pass: validate the JSON and find the usage, decoded alone.
 	reading, valid := tally.ScanBody(data)
@@ -176,7 +176,7 @@ func (s *slot) relayBody(ctx context.Context, resp *http.Response, shape consume
 		}
 		return fmt.Errorf("%w: %s: Content-Type %q", ErrBodyNotJSON, s.u.url, contentType)
 	}
-	return emit(consume.Event{Kind: consume.EventBody, Data: data, Reading: reading})
+	return emit.Emit(consume.Event{Kind: consume.EventBody, Data: data, Reading: reading})
 }
 
 // readWhole reads body to its end, or to limit+1 bytes, which says it is

@@ -101,7 +101,7 @@ func relayStreamOnce(tb testing.TB, p *Pool, n int) {
 func relayInlineOnce(tb testing.TB, p *Pool, n int) {
 	sw := sse.NewSerialWriter(&discardWriter{h: http.Header{}})
 	var tally consume.Tally
-	err := p.Forward(context.Background(), chatReq("bench", true, ""), func(ev consume.Event) error {
+	err := p.Forward(context.Background(), chatReq("bench", true, ""), consume.EmitFunc(func(ev consume.Event) error {
 		if ev.Kind != consume.EventChunk {
 			return nil
 		}
@@ -110,7 +110,7 @@ func relayInlineOnce(tb testing.TB, p *Pool, n int) {
 			return sw.Frame(ev.Frame)
 		}
 		return sw.Data(ev.Data)
-	})
+	}))
 	if err != nil || tally.Streamed != int64(n) || !tally.Final {
 		tb.Fatalf("err %v, tally %+v after %d chunks", err, tally, n)
 	}

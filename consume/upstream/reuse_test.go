@@ -24,7 +24,7 @@ func TestConnectionReusedAfterDone(t *testing.T) {
 	defer ts.Close()
 	p := newPool(t, UpstreamConfig{URL: ts.URL, Models: []string{"m"}})
 	for _, stream := range []bool{true, true, false, true} {
-		if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", stream, ""), (&recordEvents{}).emit); err != nil {
+		if err := mustAcquire(t, p, "m").Do(t.Context(), chatReq("r", stream, ""), &recordEvents{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -59,7 +59,7 @@ func (s *slot) take() bool {
 // Do implements [consume.Slot.Do]. A failure before the first response
 // byte is retried once on another upstream that has room; after it,
 // never.
-func (s *slot) Do(ctx context.Context, req *consume.Request, emit func(consume.Event) error) error {
+func (s *slot) Do(ctx context.Context, req *consume.Request, emit consume.Emitter) error {
 	if s.released.Load() || !s.take() {
 		return errSlotUsed
 	}
