@@ -40,8 +40,8 @@ func (hopSlot) Release() {}
 // BenchmarkQueueHop is the embedded queue's hop in isolation: Submit
 // (publish to the request's LiteTopic) → delivery → the consumer's
 // checks → dispatch → the upstream call, open loop at 1,000 req/s over
-// 100 tenants, with the engine as the gateway runs it (inline delivery,
-// 64 workers). Run it with -benchtime 2000x; it reports the hop's p50
+// 100 tenants of one model named as a vLLM pool names them (hopModel),
+// with the engine as the gateway runs it (inline delivery, 64 workers). Run it with -benchtime 2000x; it reports the hop's p50
 // and p99 in µs (an op is one request, 1 ms apart by construction),
 // timed after a warm-up (see warmUp), with the warm-up's length and the
 // page faults per timed op. A hop is timed from the call that submits
@@ -116,7 +116,7 @@ func benchHop(b *testing.B, submit func(*consume.Queue, *consume.Request) (*cons
 	}
 	var wg sync.WaitGroup
 	hop := func(i int) {
-		k := policy.Key{Tenant: "t" + strconv.Itoa(i%100), Model: "m"}
+		k := policy.Key{Tenant: "t" + strconv.Itoa(i%100), Model: hopModel}
 		req := &consume.Request{ID: strconv.Itoa(i), Key: k, Body: []byte("{}"), Band: 1, Weight: 1}
 		p, done := submit(q, req)
 		wg.Go(func() {
@@ -235,3 +235,7 @@ func (s endSink) Deliver(ev consume.Event) error {
 	}
 	return nil
 }
+
+// hopModel is a model name as a vLLM pool serves them, from Hugging Face:
+// an organisation, a '/', and dots.
+const hopModel = "meta-llama/Llama-3.1-8B-Instruct"

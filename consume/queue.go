@@ -26,7 +26,7 @@ import (
 // Make it with [NewQueue]. It is safe for concurrent use.
 type Queue struct {
 	backend Backend
-	replica string
+	names   *topicNames // the LiteTopic naming, remembered per bucket
 	ledger  *ledger
 	reg     sync.Map // request id → *Pending
 	count   atomic.Int64
@@ -45,7 +45,7 @@ type Queue struct {
 // names so that several replicas can share one broker; empty is fine for
 // a single process.
 func NewQueue(b Backend, replica string) *Queue {
-	return &Queue{backend: b, replica: replica, ledger: newLedger()}
+	return &Queue{backend: b, names: newTopicNames(replica), ledger: newLedger()}
 }
 
 // Backend is the queue's backend.
@@ -53,7 +53,7 @@ func (q *Queue) Backend() Backend { return q.backend }
 
 // LiteTopic is the LiteTopic of bucket k in this replica.
 func (q *Queue) LiteTopic(k policy.Key) string {
-	return LiteTopicName(k.Tenant, k.Model, q.replica)
+	return q.names.get(k)
 }
 
 // Submit registers req and publishes it to its bucket's LiteTopic. The
