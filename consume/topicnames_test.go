@@ -21,7 +21,8 @@ func TestTopicNamesRemembered(t *testing.T) {
 			t.Fatalf("get(%v) = %q, want %q", k, got, want)
 		}
 	}
-	e := c.slots[c.slotOf(k)].Load()
+	a, _ := c.slotsOf(k)
+	e := c.slots[a].Load() // the first slot, empty before
 	if e == nil || e.key != k || e.name != want {
 		t.Fatalf("slot holds %+v, want %v named %q", e, k, want)
 	}
@@ -30,11 +31,12 @@ func TestTopicNamesRemembered(t *testing.T) {
 	}
 }
 
-// With ten times as many buckets as slots, slots are shared and replaced,
-// and every bucket still gets its own name, asked for again or not.
+// With three times as many buckets as slots, slots are shared and
+// replaced, and every bucket still gets its own name, asked for again or
+// not.
 func TestTopicNamesCollide(t *testing.T) {
 	c := newTopicNames("")
-	keys := make([]policy.Key, 10*topicNameSlots)
+	keys := make([]policy.Key, 3*topicNameSlots)
 	for i := range keys {
 		keys[i] = policy.Key{Tenant: "t" + strconv.Itoa(i%97), Model: "org/m-" + strconv.Itoa(i/97)}
 	}
@@ -43,6 +45,40 @@ func TestTopicNamesCollide(t *testing.T) {
 			if got, want := c.get(k), LiteTopicName(k.Tenant, k.Model, ""); got != want {
 				t.Fatalf("get(%v) = %q, want %q", k, got, want)
 			}
+		}
+	}
+}
+
+// Two buckets whose first slots are the same keep their names, asked for
+// in turn: the second takes its other slot. (With one slot each, they
+// took it from each other at every request.)
+func TestTopicNamesSharedSlotKept(t *testing.T) {
+	c := newTopicNames("")
+	first := map[uint64]policy.Key{}
+	var k1, k2 policy.Key
+	for i := 0; k1 == (policy.Key{}); i++ {
+		k := policy.Key{Tenant: "t" + strconv.Itoa(i), Model: "meta-llama/Llama-3.1-8B-Instruct"}
+		a, b := c.slotsOf(k)
+		if other, ok := first[a]; ok && a != b {
+			if _, b1 := c.slotsOf(other); b1 != b {
+				k1, k2 = other, k
+			}
+		}
+		first[a] = k
+	}
+	built := map[policy.Key]*topicName{}
+	for round := range 3 {
+		for _, k := range []policy.Key{k1, k2} {
+			c.get(k)
+			a, b := c.slotsOf(k)
+			e := c.slots[a].Load()
+			if e == nil || e.key != k {
+				e = c.slots[b].Load()
+			}
+			if round > 0 && built[k] != e {
+				t.Fatalf("round %d: %v's name was built again", round, k)
+			}
+			built[k] = e
 		}
 	}
 }
