@@ -46,7 +46,8 @@ type Upstreams interface {
 // Emitter takes a response's events as its upstream call produces them
 // ([Slot.Do]). It is an interface rather than a function so that the
 // consumer passes its invocation itself: a method value would be one more
-// allocation per request, and one more line of the cache per chunk.
+// allocation per request, on the queue's hop, and one more object for
+// each chunk's call to reach.
 type Emitter interface {
 	Emit(Event) error
 }

@@ -84,9 +84,9 @@ func (q *Queue) SubmitTo(ctx context.Context, req *Request, sink Sink) (*Pending
 
 // SubmitInto is SubmitTo into p, a zero Pending that the caller keeps in
 // its own state of the request (the gateway's exchange holds it): the
-// request then costs one allocation fewer, and the queue's hop from
-// publish to the upstream call none of its largest. p must be zero: one
-// submitted before panics.
+// request then costs one allocation fewer, and its largest is no longer
+// made on the queue's hop, between the publish and the upstream call. p
+// must be zero: one submitted before panics.
 func (q *Queue) SubmitInto(ctx context.Context, p *Pending, req *Request, sink Sink) error {
 	if p.Req != nil {
 		panic("consume: SubmitInto with a Pending already submitted")
