@@ -57,7 +57,9 @@ func (c *topicNames) get(k policy.Key) string {
 		key:  policy.Key{Tenant: strings.Clone(k.Tenant), Model: strings.Clone(k.Model)},
 		name: LiteTopicName(k.Tenant, k.Model, c.replica),
 	}
-	if ea != nil && (eb == nil || a&1 == 0) { // either, when both are taken
+	// The first slot if it is free, else the second if that is; with
+	// both taken, either one, by a's parity.
+	if ea != nil && (eb == nil || a&1 == 0) {
 		a = b
 	}
 	c.slots[a].Store(e)
