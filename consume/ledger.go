@@ -42,8 +42,17 @@ type ledgerShard struct {
 	// instead of chasing 100,000 pointers; writers copy, modify, store.
 	m       map[policy.Key]waitList // guarded by mu
 	nextSeq uint64                  // guarded by mu
-	_       [40]byte                // keep shards on separate cache lines
+	spare   [spareLists][]waiter    // guarded by mu; see takeList
+	spares  int                     // guarded by mu: spare[:spares] are kept
 }
+
+// A bucket's list, once it empties, is kept for the next bucket of its
+// shard to fill: most buckets hold one request at a time, and go idle
+// between two, so without this every request would allocate a list on
+// the queue's hop. A shard keeps at most spareLists, of at most
+// spareCap requests each (16 KiB for the 64 shards at most). A shard is
+// two cache lines, so that two shards share none.
+const spareLists, spareCap = 4, 4
 
 // waitList is one bucket's waiting requests. Guarded by its shard's mutex.
 type waitList struct {
@@ -98,6 +107,9 @@ func (l *ledger) add(k policy.Key, at time.Time, limit int) (seq uint64, backlog
 		return 0, len(q.waiting), false
 	}
 	s.nextSeq++
+	if q.waiting == nil {
+		q.waiting = s.takeList()
+	}
 	q.waiting = append(q.waiting, waiter{seq: s.nextSeq, at: at.UnixNano()})
 	s.m[k] = q
 	return s.nextSeq, len(q.waiting), true
@@ -126,10 +138,32 @@ func (l *ledger) remove(k policy.Key, seq uint64, released bool, now time.Time) 
 	}
 	if len(q.waiting) == 0 {
 		delete(s.m, k)
+		s.keepList(q.waiting)
 		return true
 	}
 	s.m[k] = q
 	return false
+}
+
+// takeList returns an empty list for a bucket that was idle: a spare
+// one, or nil. Requires s.mu.
+func (s *ledgerShard) takeList() []waiter {
+	if s.spares == 0 {
+		return nil
+	}
+	s.spares--
+	l := s.spare[s.spares]
+	s.spare[s.spares] = nil
+	return l
+}
+
+// keepList keeps the emptied list l for takeList, if there is room for
+// it and it is small. Requires s.mu.
+func (s *ledgerShard) keepList(l []waiter) {
+	if cap(l) <= spareCap && s.spares < spareLists {
+		s.spare[s.spares] = l[:0]
+		s.spares++
+	}
 }
 
 // find returns seq's index in the queue.
