@@ -155,11 +155,11 @@ func (c *capacity) calmFor(bounds [fairshare.NumBands]float64) {
 // the pool's count and the scheduler's: a request's end reaches the pool
 // first, and the consumer grants again once it reaches the scheduler
 // (Consumer.ended).
-func (c *capacity) calmed(k policy.Key, band int) bool {
+func (c *capacity) calmed(k policy.Key, band int, now time.Time) bool {
 	if c.calmer == nil {
 		return false
 	}
-	above := c.sched.ActiveAbove(k, band, time.Now())
+	above := c.sched.ActiveAbove(k, band, now)
 	factor, coming, own := math.Inf(1), 0, 0
 	for b := range fairshare.NumBands {
 		if above.Active&(1<<b) != 0 && !math.IsInf(c.slowdown[b], 1) {
@@ -177,8 +177,9 @@ func (c *capacity) calmed(k policy.Key, band int) bool {
 
 // acquire returns a slot for bucket k: the one granted to it, or a free
 // one when no bucket waits for its model. Otherwise k waits in its
-// model's wait set; recheck is true when it was waiting already.
-func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, recheck bool) {
+// model's wait set; recheck is true when it was waiting already. now is
+// the delivery's one reading of the clock (see Consumer.Handle).
+func (c *capacity) acquire(k policy.Key, band int, weight float64, now time.Time) (s Slot, ok, recheck bool) {
 	if s, ok := c.claim(k); ok {
 		return s, true, false
 	}
@@ -186,14 +187,14 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 		if s, ok := c.up.TryAcquire(k.Model); ok {
 			return s, true, false
 		}
-		c.sched.Compete(k, weight, time.Now())
+		c.sched.Compete(k, weight, now)
 		return nil, false, false
 	}
-	if s, ok := c.takeNow(k, band, weight); ok {
+	if s, ok := c.takeNow(k, band, weight, now); ok {
 		return s, true, false
 	}
 	g := c.lock(k.Model)
-	c.sched.Join(k, band, weight, time.Now())
+	c.sched.Join(k, band, weight, now)
 	g.mu.Unlock()
 	// A slot may have freed between the try and the join, with nobody
 	// waiting to take it: hand it out now, possibly to k itself.
@@ -210,12 +211,12 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64) (s Slot, ok, 
 
 // mayTake reports whether k may take a free slot of its model now: any
 // free slot beyond the reserve, or a reserved one when k is entitled.
-func (c *capacity) mayTake(k policy.Key, band int) bool {
+func (c *capacity) mayTake(k policy.Key, band int, now time.Time) bool {
 	if c.reserve <= 0 || c.mode == CapacityPoll {
 		return true
 	}
 	free, total := c.up.Free(k.Model)
-	return free > c.reserve || c.sched.Entitled(k, band, total, time.Now())
+	return free > c.reserve || c.sched.Entitled(k, band, total, now)
 }
 
 // takeNow takes a slot for k, which is not granted one, without waiting:
@@ -225,22 +226,22 @@ func (c *capacity) mayTake(k policy.Key, band int) bool {
 // the headroom if need be. With headroom, the decision and the take are
 // made under the model's gate, so that concurrent deliveries see each
 // other's slots.
-func (c *capacity) takeNow(k policy.Key, band int, weight float64) (Slot, bool) {
+func (c *capacity) takeNow(k policy.Key, band int, weight float64, now time.Time) (Slot, bool) {
 	if c.guard {
 		g := c.lock(k.Model)
 		defer g.mu.Unlock()
 	}
-	access := c.access(k, band)
+	access := c.access(k, band, now)
 	var s Slot
 	ok := false
-	if access != fairshare.AccessWait && !c.sched.Waiting(k.Model) && c.mayTake(k, band) {
+	if access != fairshare.AccessWait && !c.sched.Waiting(k.Model) && c.mayTake(k, band, now) {
 		s, ok = c.up.TryAcquire(k.Model)
 	}
 	if !ok && access == fairshare.AccessHeadroom && !c.sched.Waits(k) {
 		s, ok = c.up.TryAcquireHeadroom(k.Model)
 	}
 	if ok {
-		c.sched.Hold(k, band, weight, time.Now()) // under the gate: the next decision sees it
+		c.sched.Hold(k, band, weight, now) // under the gate: the next decision sees it
 	}
 	return s, ok
 }
@@ -250,20 +251,20 @@ func (c *capacity) takeNow(k policy.Key, band int, weight float64) (Slot, bool) 
 // In poll mode every bucket may take a slot within the limits; in fair
 // mode a bucket waits while its model's batch is kept calm for a higher
 // band (calmed).
-func (c *capacity) access(k policy.Key, band int) fairshare.Access {
+func (c *capacity) access(k policy.Key, band int, now time.Time) fairshare.Access {
 	if !c.guard {
 		return fairshare.AccessLimit
 	}
-	if c.calmed(k, band) {
+	if c.calmed(k, band, now) {
 		return fairshare.AccessWait
 	}
 	free, total := c.up.Free(k.Model)
-	return c.sched.Access(k, band, total-free, total, c.headroom, time.Now())
+	return c.sched.Access(k, band, total-free, total, c.headroom, now)
 }
 
 // take takes a slot for the waiting bucket k, as much as it may.
 func (c *capacity) take(k policy.Key) (Slot, bool) {
-	switch c.access(k, -1) {
+	switch c.access(k, -1, time.Now()) {
 	case fairshare.AccessHeadroom:
 		return c.up.TryAcquireHeadroom(k.Model)
 	case fairshare.AccessLimit:
@@ -372,8 +373,9 @@ func (c *capacity) grantOne(models *[]string) (policy.Key, bool) {
 // fair order picked may not take one. Requires model's gate locked.
 func (c *capacity) grantOwed(model string) (policy.Key, Slot, bool) {
 	free, total := c.up.Free(model)
-	k, ok := c.sched.BestOwed(model, total-free, total, c.headroom, time.Now())
-	if !ok || c.calmed(k, -1) {
+	now := time.Now()
+	k, ok := c.sched.BestOwed(model, total-free, total, c.headroom, now)
+	if !ok || c.calmed(k, -1, now) {
 		return policy.Key{Model: model}, nil, false
 	}
 	s, ok := c.up.TryAcquireHeadroom(model)

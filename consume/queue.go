@@ -139,10 +139,15 @@ func (q *Queue) lookup(id string) (*Pending, bool) {
 // depart removes p from its bucket's ledger, once; released says it
 // left for an upstream.
 func (q *Queue) depart(p *Pending, released bool) {
+	q.departAt(p, released, time.Now())
+}
+
+// departAt is depart at now.
+func (q *Queue) departAt(p *Pending, released bool, now time.Time) {
 	if !p.departed.CompareAndSwap(false, true) {
 		return
 	}
-	if q.ledger.remove(p.Req.Key, p.seq, released, time.Now()) && q.onIdle != nil {
+	if q.ledger.remove(p.Req.Key, p.seq, released, now) && q.onIdle != nil {
 		q.onIdle(p.Req.Key)
 	}
 	if !released && q.onLeave != nil {
