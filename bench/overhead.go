@@ -77,13 +77,14 @@ func ohMeasure(ctx context.Context, sim *upstreamSim, path, url string, dur time
 
 func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 	rounds, dur := e.pick(3, 6), time.Duration(e.pick(6, 20))*time.Second
+	warm := time.Duration(e.pick(2, 5)) * time.Second
 	res.Setup = fmt.Sprintf("%d closed-loop clients stream %d-token chat completions (vllmsim: TTFT %s, ITL %s, MaxNumSeqs 256, "+
 		"each stream on a clock of its own; the process rounds below have a sim of their own, with the engine's steps) "+
 		"through the whole pacegate process (HTTP in, embedded queue with 64 workers, consumer, pool, SSE out; one tenant; "+
 		"rpm/tpm/burst 0, rate .inf = pacing off; pool max_concurrency 256) and, alternately, through the bare proxy, each an OS "+
-		"process of its own (the clients and the sim run in the harness). %d rounds of %s per path, interleaved; figures are "+
-		"medians over rounds. Per-chunk latency = client receive time − the sim's write time of the same chunk (both timestamps "+
-		"in the harness), matched by X-Request-Id.", ohClients, ohTokens, ohTTFT, ohITL, rounds, dur)
+		"process of its own (the clients and the sim run in the harness). After a warm-up of %s per path, not counted, %d rounds "+
+		"of %s per path, interleaved; figures are medians over rounds. Per-chunk latency = client receive time − the sim's write time of the same chunk (both timestamps "+
+		"in the harness), matched by X-Request-Id.", ohClients, ohTokens, ohTTFT, ohITL, warm, rounds, dur)
 	res.Baseline = "`net/http/httputil.ReverseProxy` (FlushInterval −1, same transport sizing) in front of the same sim, a process of " +
 		"its own (the bench binary re-executed), same run."
 	// The latency rounds' sim gives each stream a clock of its own: with
@@ -95,11 +96,11 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 		return err
 	}
 	defer sim.Close()
-	bare, pg, err := ohLatencyRounds(ctx, sim, rounds, dur)
+	bare, pg, err := ohLatencyRounds(ctx, sim, rounds, dur, warm)
 	if err != nil {
 		return err
 	}
-	ohReport(e, res, bare, pg)
+	ohReport(e, res, [2]ohRound{bare[0], pg[0]}, bare[1:], pg[1:])
 	stepped, err := startSim(vllmsim.Config{TTFT: ohTTFT, ITL: ohITL, MaxNumSeqs: 256}, false)
 	if err != nil {
 		return err
@@ -124,27 +125,35 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 // need the harness's sim, which stamps each chunk's write.
 const ohUpstreamEnv = "PACEGATE_BENCH_OVERHEAD_UPSTREAM"
 
-// ohLatencyRounds runs rounds interleaved latency rounds of dur. Both paths are
+// ohLatencyRounds runs rounds interleaved latency rounds of dur, after a
+// warm-up round of warm per path: each path's first requests after its
+// process started are a fresh process's, which a gateway serving for
+// hours is not. The warm-up rounds come first in bare and pg, so that
+// the report shows them apart. Both paths are
 // processes of their own, as a deployment runs them: in the harness's
 // runtime either would wait in the run queues of the clients and the sim
 // that time it. The pool's cap is fixed and out of reach: this scenario
 // measures what the gateway adds to a request, not how it learns the
 // pool's room.
-func ohLatencyRounds(ctx context.Context, sim *upstreamSim, rounds int, dur time.Duration) (bare, pg []ohRound, err error) {
+func ohLatencyRounds(ctx context.Context, sim *upstreamSim, rounds int, dur, warm time.Duration) (bare, pg []ohRound, err error) {
 	procs, err := startOhProcs(ctx, sim.URL, gwConfig{MaxConcurrency: 256, Fixed: true, Workers: 64, Tenants: 1,
 		Defaults: "{rpm: 0, tpm: 0, burst: 0, rate: .inf, backlog: 100000, max_wait: 30s}"})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer procs.stop()
-	for range rounds {
+	for i := range rounds + 1 {
 		if ctx.Err() != nil {
 			break
 		}
-		bare = append(bare, ohMeasure(ctx, sim, "bare", chatURL(procs.bare.url), dur, 100_000))
-		pg = append(pg, ohMeasure(ctx, sim, "pacegate", chatURL(procs.pg.url), dur, 100_000))
+		d := dur
+		if i == 0 {
+			d = warm
+		}
+		bare = append(bare, ohMeasure(ctx, sim, "bare", chatURL(procs.bare.url), d, 100_000))
+		pg = append(pg, ohMeasure(ctx, sim, "pacegate", chatURL(procs.pg.url), d, 100_000))
 	}
-	if len(pg) == 0 {
+	if len(pg) < 2 {
 		return nil, nil, ctx.Err()
 	}
 	return bare, pg, nil
