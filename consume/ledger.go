@@ -44,14 +44,17 @@ type ledgerShard struct {
 	nextSeq uint64                  // guarded by mu
 	spare   [spareLists][]waiter    // guarded by mu; see takeList
 	spares  int                     // guarded by mu: spare[:spares] are kept
+	// No two shards' fields share a cache line, wherever the array
+	// starts: the runtime puts a header before an allocation this large,
+	// so the shards are not 64-byte aligned.
+	_ [64]byte
 }
 
 // A bucket's list, once it empties, is kept for the next bucket of its
 // shard to fill: most buckets hold one request at a time, and go idle
 // between two, so without this every request would allocate a list on
 // the queue's hop. A shard keeps at most spareLists, of at most
-// spareCap requests each (16 KiB for the 64 shards at most). A shard is
-// two cache lines, so that two shards share none.
+// spareCap requests each (16 KiB for the 64 shards at most).
 const spareLists, spareCap = 4, 4
 
 // waitList is one bucket's waiting requests. Guarded by its shard's mutex.
