@@ -83,8 +83,9 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 		"through the whole pacegate process (HTTP in, embedded queue with 64 workers, consumer, pool, SSE out; one tenant; "+
 		"rpm/tpm/burst 0, rate .inf = pacing off; pool max_concurrency 256) and, alternately, through the bare proxy, each an OS "+
 		"process of its own (the clients and the sim run in the harness). After a warm-up of %s per path, not counted, %d rounds "+
-		"of %s per path, interleaved; figures are medians over rounds. Per-chunk latency = client receive time − the sim's write time of the same chunk (both timestamps "+
-		"in the harness), matched by X-Request-Id.", ohClients, ohTokens, ohTTFT, ohITL, warm, rounds, dur)
+		"of %s per path, interleaved; figures are medians over rounds. Per-chunk latency = client receive time − the sim's "+
+		"write time of the same chunk (both timestamps in the harness), matched by X-Request-Id.",
+		ohClients, ohTokens, ohTTFT, ohITL, warm, rounds, dur)
 	res.Baseline = "`net/http/httputil.ReverseProxy` (FlushInterval −1, same transport sizing) in front of the same sim, a process of " +
 		"its own (the bench binary re-executed), same run."
 	// The latency rounds' sim gives each stream a clock of its own: with

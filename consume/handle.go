@@ -58,7 +58,7 @@ func (c *Consumer) Handle(ctx context.Context, d *Delivery) (res Result) {
 		}
 		// One reading of the clock serves every decision from here to the
 		// dispatch, a few microseconds: a reading costs 50 ns on a VM, and
-		// there were six.
+		// there were four to six.
 		now := time.Now()
 		slot, ok, recheck := c.cap.acquire(k, p.Req.Band, p.Req.Weight, now)
 		if !ok {
