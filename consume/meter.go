@@ -48,14 +48,16 @@ type meter struct {
 // is not charged 4,096 before each starts, and one that does generate
 // them is charged as they stream.
 func (m *meter) start(s *fairshare.Scheduler, k policy.Key, w float64, req *Request, now time.Time) {
-	expected := float64(req.CompletionTokens)
-	if mean, ok := s.MeanCompletion(k); ok {
-		expected = min(expected, math.Ceil(mean))
-	}
-	*m = meter{sched: s, k: k, w: w, prompt: float64(req.PromptTokens), expected: expected,
-		tally: Tally{Shape: req.Shape}}
-	m.charged = m.prompt + w*m.expected
-	s.Start(k, m.charged, now)
+	*m = meter{sched: s, k: k, w: w, prompt: float64(req.PromptTokens), tally: Tally{Shape: req.Shape}}
+	asked := float64(req.CompletionTokens)
+	s.StartCosting(k, func(mean float64, ok bool) float64 {
+		m.expected = asked
+		if ok {
+			m.expected = min(asked, math.Ceil(mean))
+		}
+		m.charged = m.prompt + w*m.expected
+		return m.charged
+	}, now)
 }
 
 // observe charges what ev shows of the response. Which streamed events

@@ -58,6 +58,9 @@ type model struct {
 	active  float64
 	nActive int
 	busy    int // the sum of its flows' busy(): requests running or about to
+	// waiting is how many flows are in heaps: written under mu, read
+	// without it by Waiting, which every delivery and every end asks.
+	waiting atomic.Int32
 	recent  recentSet
 	comp    competingSums
 }
@@ -189,7 +192,7 @@ func (s *Scheduler) Join(k policy.Key, band int, weight float64, now time.Time) 
 	}
 	f.backlogged = true
 	f.seq = s.seq.Add(1)
-	m.heaps[band].push(f)
+	m.enqueue(f, band)
 	return true
 }
 
@@ -216,7 +219,7 @@ func (s *Scheduler) Rejoin(k policy.Key) bool {
 	}
 	f.seq = s.seq.Add(1)
 	m.leave(f)
-	m.heaps[f.band].push(f)
+	m.enqueue(f, f.band)
 	m.enter(f)
 	return true
 }
@@ -246,7 +249,7 @@ func (s *Scheduler) Leave(k policy.Key) {
 		return
 	}
 	m.leave(f)
-	m.heaps[f.band].remove(f.hidx)
+	m.dequeue(f)
 	m.enter(f)
 	m.forget(f)
 }
@@ -276,19 +279,24 @@ func (s *Scheduler) Waits(k policy.Key) bool {
 	return f != nil && f.hidx >= 0
 }
 
-// Waiting reports whether any bucket of model waits for a slot.
-func (s *Scheduler) Waiting(model string) bool {
-	m := s.lockIf(model)
-	if m == nil {
-		return false
-	}
-	defer m.mu.Unlock()
-	for b := range m.heaps {
-		if len(m.heaps[b]) > 0 {
-			return true
-		}
-	}
-	return false
+// Waiting reports whether any bucket of model name waits for a slot. It
+// takes no lock: a bucket that joins as it answers is one that joined
+// just after.
+func (s *Scheduler) Waiting(name string) bool {
+	v, ok := s.models.Load(name)
+	return ok && v.(*model).waiting.Load() > 0
+}
+
+// enqueue puts f in its band's heap. Requires m.mu held.
+func (m *model) enqueue(f *flow, band int) {
+	m.heaps[band].push(f)
+	m.waiting.Add(1)
+}
+
+// dequeue takes f, waiting, out of its band's heap. Requires m.mu held.
+func (m *model) dequeue(f *flow) {
+	m.heaps[f.band].remove(f.hidx)
+	m.waiting.Add(-1)
 }
 
 // Grant takes k out of its wait set because a slot was given to it. It
@@ -332,7 +340,7 @@ func (s *Scheduler) GrantHold(k policy.Key, now time.Time) bool {
 // take removes f from its wait set for a grant. Requires m.mu held, f
 // waiting and out of m's sums (leave).
 func (m *model) take(f *flow) {
-	m.heaps[f.band].remove(f.hidx)
+	m.dequeue(f)
 	m.floor[f.band] = max(m.floor[f.band], f.counter)
 	m.grants[f.band]++
 }

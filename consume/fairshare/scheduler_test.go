@@ -237,3 +237,70 @@ func TestGrantHoldIsGrantThenHold(t *testing.T) {
 		t.Fatal("GrantHold granted a bucket that no longer waits")
 	}
 }
+
+// TestWaitingFollowsTheWaitSets: Waiting, which takes no lock, answers
+// as the wait sets stand after each change: a join, a rejoin, a grant and
+// a leave, in two bands.
+func TestWaitingFollowsTheWaitSets(t *testing.T) {
+	s := New(0)
+	a, b := key("a"), key("b")
+	steps := []struct {
+		name string
+		do   func()
+		want bool
+	}{
+		{"nothing yet", func() {}, false},
+		{"a joins band 0", func() { s.Join(a, 0, 1, t0) }, true},
+		{"b joins band 1", func() { s.Join(b, 1, 1, t0) }, true},
+		{"a is granted", func() { s.Grant(a) }, true},
+		{"b leaves", func() { s.Leave(b) }, false},
+		{"b rejoins", func() { s.Rejoin(b) }, true},
+		{"b is granted with a hold", func() { s.GrantHold(b, t0) }, false},
+		{"a leaves, not waiting", func() { s.Leave(a) }, false},
+	}
+	for _, st := range steps {
+		st.do()
+		if got := s.Waiting("m"); got != st.want {
+			t.Fatalf("after %s: Waiting = %v, want %v", st.name, got, st.want)
+		}
+	}
+	if s.Waiting("other") {
+		t.Fatal("Waiting true for a model never seen")
+	}
+}
+
+// TestStartCostingChargesWhatCostReturns: the cost is worked out from
+// the bucket's recent mean of completion tokens, and a Start charged so
+// leaves the flow as Start with that cost does.
+func TestStartCostingChargesWhatCostReturns(t *testing.T) {
+	setup := func() *Scheduler {
+		s := New(0)
+		s.Start(key("a"), 10, t0)
+		s.Completed(key("a"), 30)
+		s.Done(key("a"), t0)
+		return s
+	}
+	one, two := setup(), setup()
+	var seen float64
+	var had bool
+	charged := one.StartCosting(key("a"), func(mean float64, ok bool) float64 {
+		seen, had = mean, ok
+		return 5 + 2*mean
+	}, t0)
+	if seen != 30 || !had || charged != 65 {
+		t.Fatalf("cost saw mean %v (%v) and charged %v, want 30 (true) and 65", seen, had, charged)
+	}
+	two.Start(key("a"), 65, t0)
+	got, _ := one.Flow(key("a"), t0)
+	want, _ := two.Flow(key("a"), t0)
+	if got != want {
+		t.Fatalf("after StartCosting %+v, after Start %+v", got, want)
+	}
+	one.StartCosting(key("new"), func(mean float64, ok bool) float64 {
+		seen, had = mean, ok
+		return 1
+	}, t0)
+	if had {
+		t.Fatalf("a new bucket's mean reported as known (%v)", seen)
+	}
+}

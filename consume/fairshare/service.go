@@ -74,9 +74,18 @@ const meanWeight = 0.2
 // the service it is expected to take; it uses up a Hold of k, if any,
 // giving back what the hold was charged.
 func (s *Scheduler) Start(k policy.Key, cost float64, now time.Time) {
+	s.StartCosting(k, func(float64, bool) float64 { return cost }, now)
+}
+
+// StartCosting is Start with the cost worked out by cost from k's recent
+// mean of completion tokens, as MeanCompletion reports it, under the
+// model's lock: the one lock a request's start takes. cost must not
+// call the Scheduler. It returns the cost charged.
+func (s *Scheduler) StartCosting(k policy.Key, cost func(meanCompletion float64, ok bool) float64, now time.Time) float64 {
 	m := s.lock(k.Model)
 	defer m.mu.Unlock()
 	f := m.flow(k)
+	charged := cost(f.meanCompletion, f.meanCompletion != 0)
 	m.leave(f)
 	var back float64
 	if f.held > 0 {
@@ -87,9 +96,10 @@ func (s *Scheduler) Start(k policy.Key, cost float64, now time.Time) {
 	m.charge(f, -back, now)
 	m.seen[f.band] = now.UnixNano()
 	m.see(f, now.UnixNano())
-	f.meanCost = ewma(f.meanCost, cost)
-	m.charge(f, cost, now)
+	f.meanCost = ewma(f.meanCost, charged)
+	m.charge(f, charged, now)
 	m.fix(f)
+	return charged
 }
 
 // Completed records that a request of k generated tokens completion
