@@ -180,20 +180,34 @@ func (c *capacity) calmed(k policy.Key, band int, now time.Time) bool {
 // model's wait set; recheck is true when it was waiting already. now is
 // the delivery's one reading of the clock (see Consumer.Handle).
 func (c *capacity) acquire(k policy.Key, band int, weight float64, now time.Time) (s Slot, ok, recheck bool) {
-	if s, ok := c.claim(k); ok {
-		return s, true, false
-	}
+	g := c.gate(k.Model)
 	if c.mode == CapacityPoll {
-		if s, ok := c.up.TryAcquire(k.Model); ok {
-			return s, true, false
-		}
-		c.sched.Compete(k, weight, now)
-		return nil, false, false
+		return c.poll(g, k, weight, now)
 	}
-	if s, ok := c.takeNow(k, band, weight, now); ok {
+	if s, ok := c.grantedOrFree(g, k, band, weight, now); ok {
 		return s, true, false
 	}
-	g := c.lock(k.Model)
+	return c.join(g, k, band, weight, now)
+}
+
+// grantedOrFree is the slot granted to k, or else a free one that k may
+// take now (takeNow), looked for under one hold of the gate: this is
+// every delivery's way to its slot.
+func (c *capacity) grantedOrFree(g *gate, k policy.Key, band int, weight float64, now time.Time) (Slot, bool) {
+	g.mu.Lock()
+	if first, ok := g.claim(k); ok {
+		g.mu.Unlock()
+		return first.take(), true
+	}
+	s, ok := c.takeNow(k, band, weight, now)
+	g.mu.Unlock()
+	return s, ok
+}
+
+// join puts k in its model's wait set, which found no slot; recheck is
+// true when it was waiting already.
+func (c *capacity) join(g *gate, k policy.Key, band int, weight float64, now time.Time) (s Slot, ok, recheck bool) {
+	g.mu.Lock()
 	c.sched.Join(k, band, weight, now)
 	g.mu.Unlock()
 	// A slot may have freed between the try and the join, with nobody
@@ -207,6 +221,22 @@ func (c *capacity) acquire(k policy.Key, band int, weight float64, now time.Time
 	g.parked[k] = true
 	g.mu.Unlock()
 	return nil, false, recheck
+}
+
+// poll is acquire in poll mode: a slot granted to k, or a free one, or
+// none.
+func (c *capacity) poll(g *gate, k policy.Key, weight float64, now time.Time) (Slot, bool, bool) {
+	g.mu.Lock()
+	first, granted := g.claim(k)
+	g.mu.Unlock()
+	if granted {
+		return first.take(), true, false
+	}
+	if s, ok := c.up.TryAcquire(k.Model); ok {
+		return s, true, false
+	}
+	c.sched.Compete(k, weight, now)
+	return nil, false, false
 }
 
 // mayTake reports whether k may take a free slot of its model now: any
@@ -225,12 +255,8 @@ func (c *capacity) mayTake(k policy.Key, band int, now time.Time) bool {
 // they would be owed it too and be served first by grantFree) and into
 // the headroom if need be. With headroom, the decision and the take are
 // made under the model's gate, so that concurrent deliveries see each
-// other's slots.
+// other's slots. Requires the gate's lock held (fair mode only).
 func (c *capacity) takeNow(k policy.Key, band int, weight float64, now time.Time) (Slot, bool) {
-	if c.guard {
-		g := c.lock(k.Model)
-		defer g.mu.Unlock()
-	}
 	access := c.access(k, band, now)
 	var s Slot
 	ok := false

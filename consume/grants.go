@@ -49,17 +49,30 @@ func (c *capacity) lock(model string) *gate {
 // claim takes the oldest slot granted to k, if any.
 func (c *capacity) claim(k policy.Key) (Slot, bool) {
 	g := c.lock(k.Model)
-	gs := g.grants[k]
-	if len(gs) == 0 {
-		g.mu.Unlock()
+	first, ok := g.claim(k)
+	g.mu.Unlock()
+	if !ok {
 		return nil, false
 	}
-	first := gs[0]
+	return first.take(), true
+}
+
+// claim takes k's oldest grant out of the gate, if it has one; the
+// caller calls its take once the lock is dropped. Requires g.mu held.
+func (g *gate) claim(k policy.Key) (*grant, bool) {
+	gs := g.grants[k]
+	if len(gs) == 0 {
+		return nil, false
+	}
 	g.setGrants(k, gs[1:])
 	delete(g.parked, k)
-	g.mu.Unlock()
-	first.timer.Stop()
-	return first.slot, true
+	return gs[0], true
+}
+
+// take stops the grant's timer and returns its slot.
+func (gr *grant) take() Slot {
+	gr.timer.Stop()
+	return gr.slot
 }
 
 // setGrants stores k's grants. Requires g.mu held.

@@ -139,6 +139,9 @@ func (q *Queue) lookup(id string) (*Pending, bool) {
 // depart removes p from its bucket's ledger, once; released says it
 // left for an upstream.
 func (q *Queue) depart(p *Pending, released bool) {
+	if p.departed.Load() { // as a dispatched request is at its Finish: no clock to read
+		return
+	}
 	q.departAt(p, released, time.Now())
 }
 
