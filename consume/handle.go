@@ -28,7 +28,7 @@ func (c *Consumer) Handle(ctx context.Context, d *Delivery) (res Result) {
 			if p.Abandon() {
 				p.Send(Event{Kind: EventError, Err: fmt.Errorf("consume: handler panicked: %v", v)})
 			}
-			c.q.depart(p, false) // trims k's grants (Queue.onLeave)
+			c.q.depart(p) // trims k's grants (Queue.onLeave)
 			res = Success()
 		}
 	}()
@@ -37,7 +37,7 @@ func (c *Consumer) Handle(ctx context.Context, d *Delivery) (res Result) {
 		case p.Dispatched(): // a redelivery after a lost ack
 			return c.drop(k, ReasonDuplicate)
 		case p.gone():
-			c.q.depart(p, false) // trims k's grants (Queue.onLeave)
+			c.q.depart(p) // trims k's grants (Queue.onLeave)
 			return c.drop(k, ReasonClientGone)
 		}
 		// Pace first, taking nothing: a slot of the pool is held for a
@@ -105,14 +105,14 @@ func (c *Consumer) dispatch(p *Pending, slot Slot, inline bool, now time.Time) R
 	k := p.Req.Key
 	if !p.claim(now) { // abandoned by its handler a moment ago
 		c.cap.unhold(k, slot)
-		c.q.depart(p, false)
+		c.q.depart(p)
 		return c.drop(k, ReasonClientGone)
 	}
-	c.q.departAt(p, true, now)
+	emptied := c.q.release(p, now)
 	c.obs.Released(k, now.Sub(p.Req.Submitted))
 	inv := &p.inv
 	*inv = invocation{c: c, p: p, slot: slot}
-	inv.m.start(c.cfg.Fairness, k, c.cfg.CompletionWeight, p.Req, now)
+	inv.m.start(c.cfg.Fairness, k, c.cfg.CompletionWeight, p.Req, emptied, now)
 	if !c.goInvoke(inv, inline) {
 		slot.Release()
 		inv.m.end()

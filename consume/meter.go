@@ -47,10 +47,10 @@ type meter struct {
 // reservation), or the bucket's recent mean when that is smaller: a bucket whose requests ask for 4,096 tokens and stop at 100
 // is not charged 4,096 before each starts, and one that does generate
 // them is charged as they stream.
-func (m *meter) start(s *fairshare.Scheduler, k policy.Key, w float64, req *Request, now time.Time) {
+func (m *meter) start(s *fairshare.Scheduler, k policy.Key, w float64, req *Request, emptied bool, now time.Time) {
 	*m = meter{sched: s, k: k, w: w, prompt: float64(req.PromptTokens), tally: Tally{Shape: req.Shape}}
 	asked := float64(req.CompletionTokens)
-	s.StartCosting(k, func(mean float64, ok bool) float64 {
+	s.StartCosting(k, emptied, func(mean float64, ok bool) float64 {
 		m.expected = asked
 		if ok {
 			m.expected = min(asked, math.Ceil(mean))

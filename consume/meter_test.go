@@ -94,6 +94,6 @@ func TestMeterGivesBackTheUnusedCommitment(t *testing.T) {
 // startMeter is a new meter, started.
 func startMeter(s *fairshare.Scheduler, k policy.Key, w float64, req *Request, now time.Time) *meter {
 	m := new(meter)
-	m.start(s, k, w, req, now)
+	m.start(s, k, w, req, false, now)
 	return m
 }

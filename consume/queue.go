@@ -31,8 +31,10 @@ type Queue struct {
 	reg     sync.Map // request id → *Pending
 	count   atomic.Int64
 
-	// onIdle is told when a bucket's queue empties (the fair-share
-	// scheduler lifts a bucket that returns from idleness), and onLeave
+	// onIdle is told when a bucket's queue empties as a request leaves
+	// it undispatched (the fair-share scheduler lifts a bucket that
+	// returns from idleness; a dispatch tells it with the request's
+	// start, see release), and onLeave
 	// when a request leaves its bucket without being dispatched (its
 	// client went away, or its band's max_wait passed): the capacity gate
 	// takes the bucket out of the wait set, or gives back a slot granted
@@ -124,7 +126,7 @@ func (q *Queue) Finish(p *Pending) {
 		q.count.Add(-1)
 	}
 	p.Abandon() // a no-op once dispatched
-	q.depart(p, false)
+	q.depart(p)
 }
 
 // lookup finds the waiting request with id.
@@ -136,26 +138,32 @@ func (q *Queue) lookup(id string) (*Pending, bool) {
 	return v.(*Pending), true
 }
 
-// depart removes p from its bucket's ledger, once; released says it
-// left for an upstream.
-func (q *Queue) depart(p *Pending, released bool) {
+// depart removes p from its bucket's ledger, once, without an upstream:
+// its client went away, or it was never dispatched.
+func (q *Queue) depart(p *Pending) {
 	if p.departed.Load() { // as a dispatched request is at its Finish: no clock to read
 		return
 	}
-	q.departAt(p, released, time.Now())
-}
-
-// departAt is depart at now.
-func (q *Queue) departAt(p *Pending, released bool, now time.Time) {
 	if !p.departed.CompareAndSwap(false, true) {
 		return
 	}
-	if q.ledger.remove(p.Req.Key, p.seq, released, now) && q.onIdle != nil {
+	if q.ledger.remove(p.Req.Key, p.seq, false, time.Now()) && q.onIdle != nil {
 		q.onIdle(p.Req.Key)
 	}
-	if !released && q.onLeave != nil {
+	if q.onLeave != nil {
 		q.onLeave(p.Req.Key)
 	}
+}
+
+// release removes p from its bucket's ledger at now, once, as it leaves
+// for an upstream. It reports whether the bucket's queue emptied: the
+// caller tells the scheduler so with the request's start, under one
+// lock (see [fairshare.Scheduler.StartCosting]), rather than onIdle.
+func (q *Queue) release(p *Pending, now time.Time) (emptied bool) {
+	if !p.departed.CompareAndSwap(false, true) {
+		return false
+	}
+	return q.ledger.remove(p.Req.Key, p.seq, true, now)
 }
 
 // Len is the number of requests submitted and not yet finished.

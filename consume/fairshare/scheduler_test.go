@@ -283,7 +283,7 @@ func TestStartCostingChargesWhatCostReturns(t *testing.T) {
 	one, two := setup(), setup()
 	var seen float64
 	var had bool
-	charged := one.StartCosting(key("a"), func(mean float64, ok bool) float64 {
+	charged := one.StartCosting(key("a"), false, func(mean float64, ok bool) float64 {
 		seen, had = mean, ok
 		return 5 + 2*mean
 	}, t0)
@@ -296,11 +296,47 @@ func TestStartCostingChargesWhatCostReturns(t *testing.T) {
 	if got != want {
 		t.Fatalf("after StartCosting %+v, after Start %+v", got, want)
 	}
-	one.StartCosting(key("new"), func(mean float64, ok bool) float64 {
+	one.StartCosting(key("new"), false, func(mean float64, ok bool) float64 {
 		seen, had = mean, ok
 		return 1
 	}, t0)
 	if had {
 		t.Fatalf("a new bucket's mean reported as known (%v)", seen)
+	}
+}
+
+// TestStartCostingEmptiedIsIdle: a start that empties its bucket's queue
+// makes the bucket's next Join a return from idleness, lifted to its
+// band's virtual time, as Idle does. A start that does not, or one whose
+// bucket joined again before it (a request of it came and waits), leaves
+// the bucket backlogged: not lifted.
+func TestStartCostingEmptiedIsIdle(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		emptied, rejoined bool
+		want              float64
+	}{
+		{"emptied", true, false, 400},
+		{"not emptied", false, false, 10},
+		{"emptied, joined again before the start", true, true, 10},
+	} {
+		s := New(0)
+		a, b := key("a"), key("b")
+		s.Join(a, 1, 1, t0)
+		s.Join(b, 1, 1, t0)
+		s.Grant(b)
+		if tc.rejoined {
+			s.Join(b, 1, 1, t0)
+		}
+		s.StartCosting(b, tc.emptied, func(float64, bool) float64 { return 10 }, t0)
+		s.Done(b, t0)
+		s.Leave(b) // its waiting request, if any, went away
+		// a alone: the band's virtual time moves to 400, the counter of
+		// its last grant.
+		serve(s, 5, map[string]float64{"a": 100}, nil, nil)
+		s.Join(b, 1, 1, t0)
+		if st, _ := s.Flow(b, t0); st.Counter != tc.want {
+			t.Errorf("%s: b's counter on its return = %v, want %v", tc.name, st.Counter, tc.want)
+		}
 	}
 }

@@ -74,17 +74,23 @@ const meanWeight = 0.2
 // the service it is expected to take; it uses up a Hold of k, if any,
 // giving back what the hold was charged.
 func (s *Scheduler) Start(k policy.Key, cost float64, now time.Time) {
-	s.StartCosting(k, func(float64, bool) float64 { return cost }, now)
+	s.StartCosting(k, false, func(float64, bool) float64 { return cost }, now)
 }
 
 // StartCosting is Start with the cost worked out by cost from k's recent
 // mean of completion tokens, as MeanCompletion reports it, under the
 // model's lock: the one lock a request's start takes. cost must not
-// call the Scheduler. It returns the cost charged.
-func (s *Scheduler) StartCosting(k policy.Key, cost func(meanCompletion float64, ok bool) float64, now time.Time) float64 {
+// call the Scheduler. It returns the cost charged. emptied says that
+// k's queue emptied as this request left it: Idle, under the same lock,
+// unless k has joined its wait set again since (a request of it came
+// meanwhile, and waits).
+func (s *Scheduler) StartCosting(k policy.Key, emptied bool, cost func(meanCompletion float64, ok bool) float64, now time.Time) float64 {
 	m := s.lock(k.Model)
 	defer m.mu.Unlock()
 	f := m.flow(k)
+	if emptied && f.hidx < 0 {
+		f.backlogged = false
+	}
 	charged := cost(f.meanCompletion, f.meanCompletion != 0)
 	m.leave(f)
 	var back float64

@@ -23,6 +23,10 @@ type FlowStat struct {
 	Share   float64
 	Waiting bool
 	Running int
+	// Backlogged: the bucket has had requests queued since it last
+	// joined the wait set, so its next Join is not a return from
+	// idleness and is not lifted (see [Scheduler.Idle]).
+	Backlogged bool
 }
 
 // ModelStat sums up one model.
@@ -108,7 +112,7 @@ func (f *flow) decayedTo(now int64, halfLife float64) float64 {
 // flowStat requires m.mu held.
 func (m *model) flowStat(f *flow, now int64, total float64) FlowStat {
 	st := FlowStat{Key: f.key, Counter: f.counter, Recent: f.decayedTo(now, m.s.halfLife),
-		Waiting: f.hidx >= 0, Running: f.running}
+		Waiting: f.hidx >= 0, Running: f.running, Backlogged: f.backlogged}
 	if total > 0 && f.waitedAt >= now-int64(m.s.halfLife*1e9) && f.waitedAt != 0 {
 		st.Share = st.Recent / total
 	}
