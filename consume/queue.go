@@ -141,9 +141,8 @@ func (q *Queue) lookup(id string) (*Pending, bool) {
 // depart removes p from its bucket's ledger, once, without an upstream:
 // its client went away, or it was never dispatched.
 func (q *Queue) depart(p *Pending) {
-	if p.departed.Load() { // as a dispatched request is at its Finish: no clock to read
-		return
-	}
+	// Once departed (as every dispatched request is at its Finish), no
+	// clock is read.
 	if !p.departed.CompareAndSwap(false, true) {
 		return
 	}
