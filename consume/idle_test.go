@@ -17,21 +17,9 @@ import (
 func TestABucketWhoseQueueEmptiesIsIdle(t *testing.T) {
 	for _, leave := range []string{"dispatched", "withdrawn"} {
 		t.Run(leave, func(t *testing.T) {
-			b := &wakeableBackend{fakeBackend{min: time.Millisecond}}
-			r := newRigOn(b, nil, CapacityFair)
-			r.up.limit = 1
-			release := make(chan struct{})
-			streamTokens(r.up, nil, 0, release)
-			da, pa := r.submit(context.Background(), "a")
-			drain(pa)
-			if res := r.c.Handle(context.Background(), da); res.Action != ActionSuccess {
-				t.Fatalf("a with the pool free: %v, want dispatched", res)
-			}
-			db, pb := r.submit(context.Background(), "b")
+			r, b, release, ds, ps := inLine(t, "b")
+			db, pb := ds[0], ps[0]
 			drain(pb)
-			if res := r.c.Handle(context.Background(), db); res != Suspend(capacityWaitWakeable) {
-				t.Fatalf("b with the pool full: %v, want to wait for a grant", res)
-			}
 			if f := r.flow("b"); !f.Backlogged || !f.Waiting {
 				t.Fatalf("b waiting: %+v, want waiting and backlogged", f)
 			}
