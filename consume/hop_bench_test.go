@@ -41,7 +41,8 @@ func (hopSlot) Release() {}
 // (publish to the request's LiteTopic) → delivery → the consumer's
 // checks → dispatch → the upstream call, open loop at 1,000 req/s over
 // 100 tenants of one model named as a vLLM pool names them (hopModel),
-// with the engine as the gateway runs it (inline delivery, 64 workers). Run it with -benchtime 2000x; it reports the hop's p50
+// with the engine as the gateway runs it (inline delivery, 64 workers).
+// Run it with -benchtime 4000x; it reports the hop's p50
 // and p99 in µs (an op is one request, 1 ms apart by construction),
 // timed after a warm-up (see warmUp), with the warm-up's length and the
 // page faults per timed op. A hop is timed from the call that submits
@@ -57,22 +58,22 @@ func (hopSlot) Release() {}
 // the same way (a "sink" hop makes 5, about 200 bytes; see
 // bench/findings/overhead.md): what the loop's shape, a goroutine woken
 // from a sleep that allocates, costs by itself.
+// "-awake" is the same with every CPU kept from going idle between two
+// ops (see keepAwake; Linux only): on a VM, the way back from an idle
+// vCPU's halt is part of an op that comes 1 ms after the last, as it is
+// of a gateway's request at low load, and not of one on a busy machine.
 func BenchmarkQueueHop(b *testing.B) {
 	for _, n := range []int{0, 5, 15} {
 		b.Run("control-"+strconv.Itoa(n), func(b *testing.B) { benchAllocs(b, n) })
 	}
-	b.Run("sink", func(b *testing.B) {
-		benchHop(b, func(q *consume.Queue, req *consume.Request) (*consume.Pending, <-chan struct{}) {
-			st := &struct {
-				p    consume.Pending
-				sink endSink
-			}{sink: endSink{done: make(chan struct{})}}
-			req.Submitted = time.Now()
-			if err := q.SubmitInto(context.Background(), &st.p, req, st.sink); err != nil {
-				b.Fatal(err)
-			}
-			return &st.p, st.sink.done
-		})
+	b.Run("control-5-awake", func(b *testing.B) {
+		defer keepAwake(b)()
+		benchAllocs(b, 5)
+	})
+	b.Run("sink", func(b *testing.B) { benchHop(b, submitSink(b)) })
+	b.Run("sink-awake", func(b *testing.B) {
+		defer keepAwake(b)()
+		benchHop(b, submitSink(b))
 	})
 	b.Run("sink-alloc", func(b *testing.B) {
 		benchHop(b, func(q *consume.Queue, req *consume.Request) (*consume.Pending, <-chan struct{}) {
@@ -104,6 +105,22 @@ func BenchmarkQueueHop(b *testing.B) {
 			return p, done
 		})
 	})
+}
+
+// submitSink submits a request as the gateway does every request,
+// streamed or not: into a Pending in the caller's state, with a sink.
+func submitSink(b *testing.B) func(*consume.Queue, *consume.Request) (*consume.Pending, <-chan struct{}) {
+	return func(q *consume.Queue, req *consume.Request) (*consume.Pending, <-chan struct{}) {
+		st := &struct {
+			p    consume.Pending
+			sink endSink
+		}{sink: endSink{done: make(chan struct{})}}
+		req.Submitted = time.Now()
+		if err := q.SubmitInto(context.Background(), &st.p, req, st.sink); err != nil {
+			b.Fatal(err)
+		}
+		return &st.p, st.sink.done
+	}
 }
 
 // newHopQueue is the queue and consumer BenchmarkQueueHop times, as the
