@@ -42,7 +42,7 @@ func keepAwake(b *testing.B) (stop func()) {
 			c.Wait()
 		}
 	}
-	for cpu := range runtime.NumCPU() {
+	for _, cpu := range allowedCPUs(b) {
 		c := exec.Command(exe, "-test.run", "^$")
 		c.Env = append(os.Environ(), awakeEnv+"="+strconv.Itoa(cpu))
 		c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -63,6 +63,26 @@ func keepAwake(b *testing.B) (stop func()) {
 	return stop
 }
 
+// cpuMask is a CPU set as the kernel's sched_{get,set}affinity take it,
+// for up to 1,024 CPUs.
+type cpuMask [16]uint64
+
+// allowedCPUs is the CPUs this process may run on: not always 0 to
+// NumCPU-1 (a container's cpuset may be 2-3).
+func allowedCPUs(b *testing.B) []int {
+	var mask cpuMask
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask))); e != 0 {
+		b.Fatal(e)
+	}
+	var cpus []int
+	for cpu := range len(mask) * 64 {
+		if mask[cpu/64]&(1<<(cpu%64)) != 0 {
+			cpus = append(cpus, cpu)
+		}
+	}
+	return cpus
+}
+
 // spinIfAsked makes this process the spinner keepAwake asked for, if it
 // is one: it never returns then.
 func spinIfAsked() {
@@ -75,7 +95,7 @@ func spinIfAsked() {
 		panic(err)
 	}
 	runtime.LockOSThread() // the policy and the pinning are this thread's
-	var mask [16]uint64    // 1,024 CPUs
+	var mask cpuMask
 	mask[cpu/64] = 1 << (cpu % 64)
 	param := int32(0) // struct sched_param: a priority of 0
 	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask))); e != 0 {
