@@ -46,6 +46,7 @@ func keepAwake(b *testing.B) (stop func()) {
 		c := exec.Command(exe, "-test.run", "^$")
 		c.Env = append(os.Environ(), awakeEnv+"="+strconv.Itoa(cpu))
 		c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		c.Stderr = os.Stderr // a spinner that fails says why
 		out, err := c.StdoutPipe()
 		if err == nil {
 			err = c.Start()

@@ -42,8 +42,8 @@ func (hopSlot) Release() {}
 // checks → dispatch → the upstream call, open loop at 1,000 req/s over
 // 100 tenants of one model named as a vLLM pool names them (hopModel),
 // with the engine as the gateway runs it (inline delivery, 64 workers).
-// Run it with -benchtime 4000x; it reports the hop's p50
-// and p99 in µs (an op is one request, 1 ms apart by construction),
+// Run it with -benchtime 4000x; it reports the hop's p50 and p99 in µs
+// (an op is one request, 1 ms apart by construction),
 // timed after a warm-up (see warmUp), with the warm-up's length and the
 // page faults per timed op. A hop is timed from the call that submits
 // the request (its Submitted): what the caller makes of it before, as

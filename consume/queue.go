@@ -34,11 +34,11 @@ type Queue struct {
 	// onIdle is told when a bucket's queue empties as a request leaves
 	// it undispatched (the fair-share scheduler lifts a bucket that
 	// returns from idleness; a dispatch tells it with the request's
-	// start, see release), and onLeave
-	// when a request leaves its bucket without being dispatched (its
-	// client went away, or its band's max_wait passed): the capacity gate
-	// takes the bucket out of the wait set, or gives back a slot granted
-	// to it, at once. Set once, before use, by NewConsumer.
+	// start, see release), and onLeave when a request leaves its bucket
+	// without being dispatched (its client went away, or its band's
+	// max_wait passed): the capacity gate takes the bucket out of the
+	// wait set, or gives back a slot granted to it, at once. Set once,
+	// before use, by NewConsumer.
 	onIdle  func(policy.Key)
 	onLeave func(policy.Key)
 }
