@@ -45,6 +45,16 @@ func (p *slotPacer) acquireOrSuspend(now time.Time) time.Duration {
 
 // TestSuspendPacing drains a pre-filled LiteTopic through a handler that
 // suspends until the next slot: the broker holds each wait.
+//
+// The 5.5.1 broker sometimes misses a long poll's wake-up (notes §8.2:
+// PopLiteLongPollingService does not look at the event queue again after it
+// registers a poll), and then every LiteTopic of the client waits until the
+// watchdog subscribes it again, StallAfter (2 s) later. One such miss in
+// the 6 s run costs the 10 % the pacing is allowed; it is the broker's
+// race, healed by the watchdog (TestWatchdogHealsLostSubscription), not a pacing
+// error. So a run during which the watchdog re-subscribed a LiteTopic is
+// logged and measured again on a fresh LiteTopic, once; any other run, and
+// the second, is judged.
 func TestSuspendPacing(t *testing.T) {
 	in := sharedInstance(t)
 	for _, tc := range []struct {
@@ -53,38 +63,52 @@ func TestSuspendPacing(t *testing.T) {
 	}{{2, 13}, {10, 61}} {
 		t.Run(fmt.Sprintf("%g/s", tc.rate), func(t *testing.T) {
 			t.Parallel()
-			lt := liteTopic(in.b, fmt.Sprintf("pace%g", tc.rate))
-			p := &slotPacer{interval: time.Duration(float64(time.Second) / tc.rate)}
-			released := make(chan time.Time, tc.n)
-			var suspends atomic.Int64
-			defer in.r.set(lt, func(_ context.Context, d *consume.Delivery) consume.Result {
-				now := time.Now()
-				if wait := p.acquireOrSuspend(now); wait > 0 {
-					suspends.Add(1)
-					return consume.Suspend(wait) // the backend raises it to 50 ms
-				}
-				released <- now
-				return consume.Success()
-			})()
-			for i := range tc.n {
-				publish(t, in.b, message(fmt.Sprintf("pace-%s-%g-%d", runID, tc.rate, i), lt))
+			got, kicked := measurePacing(t, in, tc.rate, tc.n, 1)
+			if kicked {
+				t.Logf("the watchdog re-subscribed a stalled LiteTopic during the run (a missed broker wake-up): measuring again")
+				got, _ = measurePacing(t, in, tc.rate, tc.n, 2)
 			}
-			var first, last time.Time
-			for i := range tc.n {
-				at := recv(t, released, time.Duration(float64(tc.n)/tc.rate*float64(time.Second))+deliveryTimeout, "release")
-				if i == 0 {
-					first = at
-				}
-				last = at
-			}
-			got := float64(tc.n-1) / last.Sub(first).Seconds()
-			t.Logf("configured %g/s, achieved %.3f/s over %d releases in %s (%d suspends)",
-				tc.rate, got, tc.n, last.Sub(first).Round(time.Millisecond), suspends.Load())
 			if math.Abs(got/tc.rate-1) > 0.10 {
 				t.Errorf("achieved %.3f/s, want %g/s ±10%%", got, tc.rate)
 			}
 		})
 	}
+}
+
+// measurePacing publishes n messages to a fresh LiteTopic, releases them
+// at rate through Suspend, and returns the achieved rate, and whether the
+// watchdog re-subscribed any LiteTopic meanwhile.
+func measurePacing(t *testing.T, in *instance, rate float64, n, attempt int) (float64, bool) {
+	lt := liteTopic(in.b, fmt.Sprintf("pace%g-%d", rate, attempt))
+	p := &slotPacer{interval: time.Duration(float64(time.Second) / rate)}
+	released := make(chan time.Time, n)
+	var suspends atomic.Int64
+	defer in.r.set(lt, func(_ context.Context, d *consume.Delivery) consume.Result {
+		now := time.Now()
+		if wait := p.acquireOrSuspend(now); wait > 0 {
+			suspends.Add(1)
+			return consume.Suspend(wait) // the backend raises it to 50 ms
+		}
+		released <- now
+		return consume.Success()
+	})()
+	kicks := in.b.WatchdogStats().Kicks
+	for i := range n {
+		publish(t, in.b, message(fmt.Sprintf("pace-%s-%g-%d-%d", runID, rate, attempt, i), lt))
+	}
+	var first, last time.Time
+	for i := range n {
+		at := recv(t, released, time.Duration(float64(n)/rate*float64(time.Second))+deliveryTimeout, "release")
+		if i == 0 {
+			first = at
+		}
+		last = at
+	}
+	got := float64(n-1) / last.Sub(first).Seconds()
+	kicked := in.b.WatchdogStats().Kicks > kicks
+	t.Logf("attempt %d: configured %g/s, achieved %.3f/s over %d releases in %s (%d suspends, watchdog re-subscribed: %t)",
+		attempt, rate, got, n, last.Sub(first).Round(time.Millisecond), suspends.Load(), kicked)
+	return got, kicked
 }
 
 // TestSuspendIsolation is Suspend versus Sleep on the broker: while most
