@@ -152,15 +152,28 @@ func completionTokens(body []byte) int {
 // started or dur has passed, whichever comes first. It returns the
 // number of calls started and the wall time until the last one ended.
 func closedLoop(ctx context.Context, workers, total int, dur time.Duration, fn func(ctx context.Context, i int)) (int, time.Duration) {
+	return closedLoopSpread(ctx, workers, total, dur, 0, fn)
+}
+
+// closedLoopSpread is closedLoop with the workers' first calls spread
+// evenly over spread: worker w starts at w·spread/workers. Workers that
+// start together and make calls of one length stay in step, and their
+// calls arrive as one burst per call; spread over one call's length,
+// they arrive one by one, as independent clients' do.
+func closedLoopSpread(ctx context.Context, workers, total int, dur, spread time.Duration,
+	fn func(ctx context.Context, i int)) (int, time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, dur)
 	defer cancel()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range workers {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if !waitUntil(ctx, start.Add(spread*time.Duration(w)/time.Duration(workers))) {
+				return
+			}
 			for ctx.Err() == nil {
 				i := int(next.Add(1)) - 1
 				if i >= total {
@@ -172,6 +185,22 @@ func closedLoop(ctx context.Context, workers, total int, dur time.Duration, fn f
 	}
 	wg.Wait()
 	return min(int(next.Load()), total), time.Since(start)
+}
+
+// waitUntil waits until t and reports whether ctx was still live then.
+func waitUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // event is one request of an open-loop trace.

@@ -66,6 +66,43 @@ func TestClosedLoopBoundedByTime(t *testing.T) {
 	})
 }
 
+// On virtual time: four workers spread over 40 ms make their first calls
+// at 0, 10, 20 and 30 ms and the next ones a call (25 ms) later, until
+// the budget (42 ms) is spent; with a budget of 15 ms, the workers due
+// at 20 and 30 ms make none.
+func TestClosedLoopSpread(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		d := make([]time.Duration, len(v))
+		for i := range v {
+			d[i] = time.Duration(v[i]) * time.Millisecond
+		}
+		return d
+	}
+	for _, c := range []struct {
+		budget time.Duration
+		want   []time.Duration
+	}{
+		{42 * time.Millisecond, ms(0, 10, 20, 25, 30, 35)},
+		{15 * time.Millisecond, ms(0, 10)},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			var mu sync.Mutex
+			var starts []time.Duration
+			t0 := time.Now()
+			n, _ := closedLoopSpread(context.Background(), 4, 1<<30, c.budget, 40*time.Millisecond, func(context.Context, int) {
+				mu.Lock()
+				starts = append(starts, time.Since(t0))
+				mu.Unlock()
+				time.Sleep(25 * time.Millisecond)
+			})
+			slices.Sort(starts)
+			if n != len(c.want) || !slices.Equal(starts, c.want) {
+				t.Errorf("budget %v: started %d calls at %v, want %v", c.budget, n, starts, c.want)
+			}
+		})
+	}
+}
+
 // On virtual time: each event starts at its offset, and replay stops at
 // the deadline instead of waiting for the event an hour away.
 func TestReplay(t *testing.T) {

@@ -19,6 +19,15 @@ const (
 	ohITL     = 10 * time.Millisecond
 )
 
+// ohStreamLen is a stream's length at the sim. The latency rounds spread
+// their clients' first requests over it: clients that start together
+// stay in step (every stream is as long), and their requests would
+// reach the gateway as a burst of 64 every stream, their chunks as a
+// burst of 64 every ITL, though each stream has a clock of its own. A
+// request's latency would then be mostly its place in the queue of the
+// burst (see bench/findings/overhead.md, "The latency rounds' bursts").
+const ohStreamLen = ohTTFT + ohTokens*ohITL
+
 // ohRound is one measured round through one path.
 type ohRound struct {
 	path     string
@@ -45,7 +54,7 @@ func ohMeasure(ctx context.Context, sim *upstreamSim, path, url string, dur time
 	var traces []streamTrace
 	var seq atomic.Int64
 	sim.chunkTimes()
-	n, el := closedLoop(ctx, ohClients, maxReqs, dur, func(ctx context.Context, i int) {
+	n, el := closedLoopSpread(ctx, ohClients, maxReqs, dur, ohStreamLen, func(ctx context.Context, i int) {
 		id := fmt.Sprintf("%s-%d-%d", path, time.Now().UnixNano(), seq.Add(1))
 		tr := doStream(context.WithoutCancel(ctx), c, url, "sk-t0", id, body)
 		mu.Lock()
@@ -78,14 +87,15 @@ func ohMeasure(ctx context.Context, sim *upstreamSim, path, url string, dur time
 func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 	rounds, dur := e.pick(3, 6), time.Duration(e.pick(6, 20))*time.Second
 	warm := time.Duration(e.pick(2, 5)) * time.Second
-	res.Setup = fmt.Sprintf("%d closed-loop clients stream %d-token chat completions (vllmsim: TTFT %s, ITL %s, MaxNumSeqs 256, "+
+	res.Setup = fmt.Sprintf("%d closed-loop clients (their first requests spread evenly over one stream's length at the sim, %s, "+
+		"so that they do not run in step) stream %d-token chat completions (vllmsim: TTFT %s, ITL %s, MaxNumSeqs 256, "+
 		"each stream on a clock of its own; the process rounds below have a sim of their own, with the engine's steps) "+
 		"through the whole pacegate process (HTTP in, embedded queue with 64 workers, consumer, pool, SSE out; one tenant; "+
 		"rpm/tpm/burst 0, rate .inf = pacing off; pool max_concurrency 256) and, alternately, through the bare proxy, each an OS "+
 		"process of its own (the clients and the sim run in the harness). After a warm-up of %s per path, not counted, %d rounds "+
 		"of %s per path, interleaved; figures are medians over rounds. Per-chunk latency = client receive time − the sim's "+
 		"write time of the same chunk (both timestamps in the harness), matched by X-Request-Id.",
-		ohClients, ohTokens, ohTTFT, ohITL, warm, rounds, dur)
+		ohClients, ohStreamLen, ohTokens, ohTTFT, ohITL, warm, rounds, dur)
 	res.Baseline = "`net/http/httputil.ReverseProxy` (FlushInterval −1, same transport sizing) in front of the same sim, a process of " +
 		"its own (the bench binary re-executed), same run."
 	// The latency rounds' sim gives each stream a clock of its own: with

@@ -81,7 +81,9 @@ func ohReport(e *env, res *ScenarioResult, warm [2]ohRound, bare, pg []ohRound) 
 		"gives each stream a clock of its own (vllmsim's OwnClocks): with the engine's steps, which produce every running "+
 		"stream's token together, the %d streams' chunks leave the sim in one burst every ITL (%s), and a chunk's latency through "+
 		"either path is mostly its place in the queue of the burst (p50 265–400 µs for the bare proxy and pacegate alike, in "+
-		"three runs), which the difference of two such figures measures poorly.", f1(c99), ohTTFT, ohClients, ohITL)
+		"three runs), which the difference of two such figures measures poorly. The clients' first requests are spread over "+
+		"one stream's length for the same reason: clients started together stay in step, and so would their streams' clocks.",
+		f1(c99), ohTTFT, ohClients, ohITL)
 	res.note("TTFT's legs, p50, pacegate minus the bare proxy (median over rounds): client send → the request's arrival at the sim "+
 		"%s ms (the gateway's request path: parse, admission, queue, dispatch), arrival → the sim's first chunk %s ms (the sim's "+
 		"own time, which the gateway does not spend), then the first chunk's way back (the per-chunk latency above).", f3(toSim), f3(atSim))
