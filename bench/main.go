@@ -110,7 +110,9 @@ func runAll(ctx context.Context, e *env, selected []scenario, command string) *R
 		if ctx.Err() != nil {
 			break
 		}
-		r.Scenarios = append(r.Scenarios, runOne(ctx, e, sc))
+		res := runOne(ctx, e, sc)
+		res.Commit = r.Machine.Commit
+		r.Scenarios = append(r.Scenarios, res)
 	}
 	r.Elapsed = time.Since(r.Started).Round(time.Second).String()
 	return r
@@ -122,6 +124,7 @@ func runOne(ctx context.Context, e *env, sc scenario) *ScenarioResult {
 	res := &ScenarioResult{ID: sc.id, Title: sc.title, Command: fmt.Sprintf("go run ./bench -%s -only %s", e.mode, sc.id)}
 	fmt.Fprintf(os.Stderr, "== %s\n", sc.title)
 	start := time.Now()
+	res.Started = start
 	budget := e.pickD(sc.budgetQuick, sc.budgetFull)
 	if rocketmqEndpoint() != "" {
 		budget += sc.budgetBroker

@@ -46,8 +46,17 @@ func writeHeader(b *bytes.Buffer, r *Results, jsonPath string) {
 	for _, row := range rows {
 		fmt.Fprintf(b, "| %s | %s |\n", row[0], row[1])
 	}
-	for _, c := range r.Reruns {
-		fmt.Fprintf(b, "| re-run since | `%s` |\n", c)
+	for i := 0; i < len(r.Reruns); {
+		n := 1
+		for i+n < len(r.Reruns) && r.Reruns[i+n] == r.Reruns[i] {
+			n++
+		}
+		times := ""
+		if n > 1 {
+			times = fmt.Sprintf(" (%d times)", n)
+		}
+		fmt.Fprintf(b, "| re-run since | `%s`%s |\n", r.Reruns[i], times)
+		i += n
 	}
 	b.WriteString("\n")
 }
@@ -75,12 +84,22 @@ func mark(pass bool) string {
 	return "✗ missed"
 }
 
+// ranOn says which build ran s and when, where the results record it
+// (results written before they did, do not).
+func ranOn(s *ScenarioResult) string {
+	if s.Commit == "" || s.Started.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("commit %s, started %s; ", s.Commit, s.Started.UTC().Format("2006-01-02 15:04 MST"))
+}
+
 // cell makes s safe inside a markdown table cell.
 func cell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ") }
 
 func writeScenario(b *bytes.Buffer, s *ScenarioResult, plotDir string) {
 	fmt.Fprintf(b, "## %s\n\n", s.Title)
-	fmt.Fprintf(b, "Command: `%s` (elapsed %s; 1-min load average %s on %s)\n\n", s.Command, s.Elapsed, s.LoadAvg, "this machine")
+	fmt.Fprintf(b, "Command: `%s` (%selapsed %s; 1-min load average %s on %s)\n\n", s.Command, ranOn(s), s.Elapsed, s.LoadAvg,
+		"this machine")
 	if s.Setup != "" {
 		fmt.Fprintf(b, "%s\n\n", s.Setup)
 	}

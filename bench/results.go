@@ -35,6 +35,10 @@ type ScenarioResult struct {
 	Skipped  string   `json:"skipped,omitempty"` // why it did not run
 	Error    string   `json:"error,omitempty"`   // why it failed
 	Elapsed  string   `json:"elapsed"`
+	// Commit and Started are the build and the time the scenario ran
+	// on: a partial re-run's differ from the header's full run.
+	Commit  string    `json:"commit,omitempty"`
+	Started time.Time `json:"started,omitzero"`
 	// LoadAvg is the machine's 1-minute load average at the start and
 	// the end of the scenario (other processes share the cores).
 	LoadAvg string `json:"loadavg"`
