@@ -50,14 +50,17 @@ func procField(path, name string) string {
 }
 
 // gitCommit returns the short HEAD commit, with "+dirty" when the work
-// tree has changes, or "unknown" outside a checkout.
+// tree has changes, or "unknown" outside a checkout. The harness's own
+// outputs (BENCHMARKS.md, bench/results) do not count: a run rewrites
+// them, and the build it measures is the same.
 func gitCommit() string {
 	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
 		return "unknown"
 	}
 	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(st) > 0 {
+	st, err := exec.Command("git", "status", "--porcelain", "--", ".", ":!BENCHMARKS.md", ":!"+resultsDir).Output()
+	if err == nil && len(st) > 0 {
 		c += "+dirty"
 	}
 	return c

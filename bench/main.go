@@ -51,11 +51,35 @@ func parseFlags(args []string) (options, error) {
 	fs.Bool("quick", true, "quick mode (about 10 min on 2 cores); the default")
 	fs.BoolVar(&o.full, "full", false, "full mode: longer runs, more buckets")
 	fs.StringVar(&o.only, "only", "", "comma-separated scenario ids to run: "+strings.Join(scenarioIDs(), ","))
-	fs.StringVar(&o.out, "out", "bench/results", "directory for <mode>.json and the SVG plots")
-	fs.StringVar(&o.md, "md", "BENCHMARKS.md", "markdown report to write")
+	fs.StringVar(&o.out, "out", resultsDir, "directory for <mode>.json and the SVG plots")
+	fs.StringVar(&o.md, "md", "", "markdown report to write (default: BENCHMARKS.md for the results in "+resultsDir+
+		", BENCHMARKS.md in their directory for others)")
 	fs.StringVar(&o.report, "report", "", "only regenerate the markdown from this results JSON")
 	fs.StringVar(&o.cpu, "cpuprofile", "", "write a CPU profile of the whole run (gateway, baselines, load) to this file")
-	return o, fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.md == "" {
+		dir := o.out
+		if o.report != "" {
+			dir = filepath.Dir(o.report)
+		}
+		o.md = markdownFor(dir)
+	}
+	return o, nil
+}
+
+// resultsDir holds the results BENCHMARKS.md is made from.
+const resultsDir = "bench/results"
+
+// markdownFor is where the report of the results in dir goes by default:
+// a run written elsewhere (a trial, a comparison) leaves BENCHMARKS.md as
+// it is.
+func markdownFor(dir string) string {
+	if filepath.Clean(dir) == resultsDir {
+		return "BENCHMARKS.md"
+	}
+	return filepath.Join(dir, "BENCHMARKS.md")
 }
 
 func run(args []string) error {
@@ -166,7 +190,7 @@ func mergeResults(path string, r *Results) *Results {
 	r.Scenarios = merged
 	if len(ran) < len(merged) { // a partial re-run: the header keeps the full run's command
 		r.Reruns = append(old.Reruns, r.Command)
-		r.Command, r.Started, r.Elapsed = old.Command, old.Started, old.Elapsed
+		r.Command, r.Started, r.Elapsed, r.Machine = old.Command, old.Started, old.Elapsed, old.Machine
 	}
 	return r
 }
