@@ -85,7 +85,7 @@ func ohMeasure(ctx context.Context, sim *upstreamSim, path, url string, dur time
 }
 
 func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
-	rounds, dur := e.pick(3, 6), time.Duration(e.pick(6, 20))*time.Second
+	rounds, dur := e.pick(5, 6), time.Duration(e.pick(6, 20))*time.Second
 	warm := time.Duration(e.pick(2, 5)) * time.Second
 	res.Setup = fmt.Sprintf("%d closed-loop clients (their first requests spread evenly over one stream's length at the sim, %s, "+
 		"so that they do not run in step) stream %d-token chat completions (vllmsim: TTFT %s, ITL %s, MaxNumSeqs 256, "+

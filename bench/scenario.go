@@ -19,7 +19,7 @@ type scenario struct {
 
 // scenarios in report order.
 var scenarios = []scenario{
-	{"overhead", "1. Overhead", 330 * time.Second, 10 * time.Minute, 0, runOverhead},
+	{"overhead", "1. Overhead", 360 * time.Second, 10 * time.Minute, 0, runOverhead},
 	{"pacing", "2. Pacing precision", 45 * time.Second, 3 * time.Minute, 0, runPacing},
 	{"isolation", "3. Isolation of throttled tenants", 60 * time.Second, 3 * time.Minute, 0, runIsolation},
 	{"throttling", "4. Throttling ratio (the headline)", 120 * time.Second, 6 * time.Minute, 0, runThrottling},
