@@ -16,6 +16,7 @@ import (
 	"github.com/pacegate/pacegate/consume/upstream"
 	"github.com/pacegate/pacegate/policy"
 	"github.com/pacegate/pacegate/policy/config"
+	"github.com/pacegate/pacegate/policy/policytest"
 )
 
 // apiRig is a Server over the real queue, consumer and upstream pool, in
@@ -108,6 +109,9 @@ func newAPIRigWith(t *testing.T, limits string, mod func(*Config), handlers ...h
 		mod(&cfg)
 	}
 	r.s = New(cfg)
+	// A rig's test counts its calls against the caps (a 429 after the
+	// limit, what is left after a charge) and takes well under a second.
+	policytest.InOneWindow(t, 3*time.Second)
 	return r
 }
 

@@ -75,8 +75,14 @@ func NewAdmitter(t *Table) *Admitter {
 	}
 }
 
+// CapWindow is the length of the hard caps' windows (RPM, TPM, per
+// tenant+model and per org): fixed windows aligned to the Unix epoch, so
+// each is a wall-clock minute, and a cap's count starts again at the
+// minute's turn.
+const CapWindow = time.Minute
+
 func newReasonWindow(r Reason) *FixedWindow {
-	w := NewFixedWindow(time.Minute, 0)
+	w := NewFixedWindow(CapWindow, 0)
 	w.reason = r
 	return w
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pacegate/pacegate/policy/config"
+	"github.com/pacegate/pacegate/policy/policytest"
 )
 
 // The cluster suite runs three gateways in this process sharing one
@@ -49,16 +50,6 @@ func freshTenant(t *testing.T, limits string) (yaml, apiKey string) {
 	return fmt.Sprintf("\ntenants:\n  - id: %s\n    keys: [sk-%s]\n    limits: %s\n", id, id, limits), "sk-" + id
 }
 
-// inOneMinute waits, when the current minute has less than need left,
-// for the next one: a fixed-window cap is only "exact" inside one window.
-func inOneMinute(t *testing.T, need time.Duration) {
-	now := time.Now()
-	if left := now.Truncate(time.Minute).Add(time.Minute).Sub(now); left < need {
-		t.Logf("waiting %v for a fresh minute", left)
-		time.Sleep(left + 10*time.Millisecond)
-	}
-}
-
 // A 60-RPM tenant whose 180 requests are spread over three replicas gets
 // exactly 60 answered; the rest get 429 RPM_LIMIT.
 func TestClusterRPMExactAcrossThreeReplicas(t *testing.T) {
@@ -66,7 +57,7 @@ func TestClusterRPMExactAcrossThreeReplicas(t *testing.T) {
 	sim := newSim(t, fastSim())
 	tenant, key := freshTenant(t, "{rpm: 60, rate: 1000}")
 	gws := clusterStacks(t, 3, store, tenant, sim)
-	inOneMinute(t, 20*time.Second)
+	policytest.InOneWindow(t, 20*time.Second)
 	codes := postSpread(t, gws, key, 180, 6)
 	if codes[200] != 60 || codes[429] != 120 || len(codes) != 2 {
 		t.Fatalf("statuses %v, want 60 × 200 and 120 × 429", codes)
@@ -175,7 +166,7 @@ func TestClusterTPMNeverExceeded(t *testing.T) {
 	sim := newSim(t, fastSim())
 	tenant, apiKey := freshTenant(t, "{tpm: 2000, rate: 10000}")
 	gws := clusterStacks(t, 3, store, tenant, sim)
-	inOneMinute(t, 20*time.Second)
+	policytest.InOneWindow(t, 20*time.Second)
 	// chatBody reserves its prompt estimate plus max_tokens: learn it from
 	// one request's x-ratelimit headers on another tenant.
 	per := reservationOf(t, store, sim)
@@ -225,7 +216,7 @@ func TestClusterStoreRestartMidRun(t *testing.T) {
 	sim := newSim(t, fastSim())
 	tenant, key := freshTenant(t, "{rpm: 45, rate: 1000}")
 	gws := clusterStacks(t, 3, store, tenant, sim)
-	inOneMinute(t, 25*time.Second)
+	policytest.InOneWindow(t, 25*time.Second)
 	var mu sync.Mutex
 	codes := map[int]int{}
 	var wg sync.WaitGroup

@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/pacegate/pacegate/consume/upstream/vllmsim"
+	"github.com/pacegate/pacegate/policy/policytest"
 )
 
 // A client that leaves mid-stream on /v1/responses or /v1/messages: the
@@ -104,6 +105,7 @@ func TestTPMNotOvershotUnderConcurrency(t *testing.T) {
 		t.Run(tc.path, func(t *testing.T) {
 			sim := newSim(t, fastSim())
 			s := startStack(t, "\ndefaults: {tpm: 100, rate: 1000}\n"+tenantsYAML, sim)
+			policytest.InOneWindow(t, 10*time.Second) // the 12 reservations meet one TPM window
 			// No admitted request may settle (and give back the unused part
 			// of its reservation) before all 12 are decided: the model holds
 			// them until then.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/pacegate/pacegate/policy/policytest"
 )
 
 // recordingTransport remembers when each attempt was sent and what came
@@ -42,6 +44,7 @@ func TestOverCapGetsRateLimitErrorAndHeaders(t *testing.T) {
 	s := startStack(t, `
 defaults: {rpm: 2, tpm: 100000, rate: 100}
 `+tenantsYAML, newSim(t, fastSim()))
+	policytest.InOneWindow(t, 10*time.Second) // the third request is the one over the RPM cap
 	c := sdkClient(s, "sk-alice")
 	for i := range 2 {
 		if _, err := c.Chat.Completions.New(t.Context(), chatParams(1)); err != nil {

@@ -6,8 +6,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
+
+	"github.com/pacegate/pacegate/policy/policytest"
 )
 
 // rerank, score, tokenize and detokenize through pacegate to the
@@ -15,6 +18,7 @@ import (
 // TPM window is charged (seen in the next request's remaining tokens).
 func TestPoolingAndTokenizerRoutes(t *testing.T) {
 	s := startStack(t, "\ndefaults: {tpm: 1000}\n"+tenantsYAML, newSim(t, fastSim()))
+	policytest.InOneWindow(t, 10*time.Second) // each charge is seen in the next request's remaining tokens
 	cases := []struct {
 		path, body, want string
 		charged          int // tokens charged by the first call

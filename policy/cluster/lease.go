@@ -26,7 +26,7 @@ var counterReasons = [numCounters]policy.Reason{policy.ReasonOrgRPM, policy.Reas
 	policy.ReasonRPM, policy.ReasonTPM, policy.ReasonBurst}
 
 // window is the length of the fixed windows, as in policy.Admitter.
-const window = time.Minute
+const window = policy.CapWindow
 
 // windowOf returns the index of the minute holding t (unix ns, floored
 // like policy.FixedWindow), shared by every replica whose clock agrees.
