@@ -171,9 +171,7 @@ func closedLoopSpread(ctx context.Context, workers, total int, dur, spread time.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if !waitUntil(ctx, start.Add(spread*time.Duration(w)/time.Duration(workers))) {
-				return
-			}
+			sleepCtx(ctx, time.Until(start.Add(spread*time.Duration(w)/time.Duration(workers))))
 			for ctx.Err() == nil {
 				i := int(next.Add(1)) - 1
 				if i >= total {
@@ -185,22 +183,6 @@ func closedLoopSpread(ctx context.Context, workers, total int, dur, spread time.
 	}
 	wg.Wait()
 	return min(int(next.Load()), total), time.Since(start)
-}
-
-// waitUntil waits until t and reports whether ctx was still live then.
-func waitUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // event is one request of an open-loop trace.

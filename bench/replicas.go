@@ -81,15 +81,11 @@ const (
 	replicasRate = 20
 )
 
-// waitFreshMinute waits for the next minute when less than need is left
-// in this one: fixed-window caps are measured inside one window.
+// waitFreshMinute waits for the next cap window when less than need is
+// left in this one: fixed-window caps are measured inside one window.
 func waitFreshMinute(ctx context.Context, need time.Duration) {
-	now := time.Now()
-	if left := now.Truncate(time.Minute).Add(time.Minute).Sub(now); left < need {
-		select {
-		case <-time.After(left + 10*time.Millisecond):
-		case <-ctx.Done():
-		}
+	if left := policy.CapWindowLeft(time.Now()); left < need {
+		sleepCtx(ctx, left+10*time.Millisecond)
 	}
 }
 

@@ -81,6 +81,11 @@ func NewAdmitter(t *Table) *Admitter {
 // minute's turn.
 const CapWindow = time.Minute
 
+// CapWindowLeft is how long the cap window holding now has left.
+func CapWindowLeft(now time.Time) time.Duration {
+	return now.Truncate(CapWindow).Add(CapWindow).Sub(now)
+}
+
 func newReasonWindow(r Reason) *FixedWindow {
 	w := NewFixedWindow(CapWindow, 0)
 	w.reason = r

@@ -264,3 +264,20 @@ func TestAdmitterUnpacedBurstChecksNothing(t *testing.T) {
 		}
 	})
 }
+
+// A cap window is a wall-clock minute: at its first instant all of it is
+// left, and it ends on the minute's turn.
+func TestCapWindowLeft(t *testing.T) {
+	for _, c := range []struct {
+		at   time.Time
+		want time.Duration
+	}{
+		{time.Date(2026, 12, 6, 7, 18, 0, 0, time.UTC), time.Minute},
+		{time.Date(2026, 12, 6, 7, 17, 59, 700_000_000, time.UTC), 300 * time.Millisecond},
+		{time.Date(2026, 12, 6, 8, 17, 30, 0, time.FixedZone("+01:00", 3600)), 30 * time.Second},
+	} {
+		if got := CapWindowLeft(c.at); got != c.want {
+			t.Errorf("at %v: %v left, want %v", c.at, got, c.want)
+		}
+	}
+}

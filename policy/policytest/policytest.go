@@ -20,8 +20,7 @@ func InOneWindow(t testing.TB, need time.Duration) {
 	if need >= policy.CapWindow {
 		t.Fatalf("policytest: a test that needs %v cannot fit in one cap window of %v", need, policy.CapWindow)
 	}
-	now := time.Now()
-	if left := now.Truncate(policy.CapWindow).Add(policy.CapWindow).Sub(now); left < need {
+	if left := policy.CapWindowLeft(time.Now()); left < need {
 		t.Logf("waiting %v for a fresh cap window", left)
 		time.Sleep(left + 10*time.Millisecond)
 	}
