@@ -18,16 +18,15 @@ import (
 	"github.com/pacegate/pacegate/policy/cluster"
 )
 
-const redisHowTo = "PACEGATE_CLUSTER_STORE is not set. Start Redis with `bash scripts/redis/redis.sh fetch start`, then " +
-	"`PACEGATE_CLUSTER_STORE=redis://127.0.0.1:6391/0 go run ./bench -quick -only replicas`; stop it with " +
-	"`bash scripts/redis/redis.sh stop`."
+const redisHowTo = "no Redis: PACEGATE_CLUSTER_STORE is not set and redis-server is not installed. Install it " +
+	"(`bash scripts/redis/redis.sh fetch`), and the scenario starts one of its own; or point PACEGATE_CLUSTER_STORE at a " +
+	"Redis to use that one."
 
 // runReplicas measures the shared store (policy/cluster) with three
 // gateways in this process on one Redis: cap overshoot under spread
 // load, rate error for one-replica and spread traffic, the TTFT the
 // store adds, and its round trips per request.
 func runReplicas(ctx context.Context, e *env, res *ScenarioResult) error {
-	store := os.Getenv("PACEGATE_CLUSTER_STORE")
 	res.Setup = "Three gateways in this process share one Redis (cluster.store, replicas: 3) in front of one vllmsim (TTFT 5ms, " +
 		"ITL 1ms). Caps: a tenant with an RPM cap and one with a TPM cap each get 3× their cap in requests, spread round robin " +
 		"(the RPM tenant 30 in flight; the TPM tenant all at once through three more gateways in front of a vllmsim with a 3 s TTFT, " +
@@ -35,10 +34,11 @@ func runReplicas(ctx context.Context, e *env, res *ScenarioResult) error {
 		"first release). Latency: 16 closed-loop clients stream through one replica with the store and through a gateway " +
 		"without it (the baseline), interleaved."
 	res.Baseline = "the same gateway without cluster.store, same sim, same run (latency); the configured cap and rate (accuracy)."
-	if store == "" {
-		res.Skipped = redisHowTo
-		return nil
+	store, stopStore, err := replicasStore(res)
+	if err != nil || store == "" {
+		return err
 	}
+	defer stopStore()
 	sim, err := startSim(vllmsim.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond, MaxNumSeqs: 512}, false)
 	if err != nil {
 		return err
@@ -80,6 +80,27 @@ const (
 	replicasTPM  = 1200
 	replicasRate = 20
 )
+
+// replicasStore is the scenario's Redis: PACEGATE_CLUSTER_STORE's, or
+// one the harness starts (see startRedis). With neither, it marks res
+// skipped and returns "".
+func replicasStore(res *ScenarioResult) (store string, stop func(), err error) {
+	if store := os.Getenv("PACEGATE_CLUSTER_STORE"); store != "" {
+		res.note("The store: PACEGATE_CLUSTER_STORE's Redis.")
+		return store, func() {}, nil
+	}
+	bin := redisBinary()
+	if bin == "" {
+		res.Skipped = redisHowTo
+		return "", nil, nil
+	}
+	store, stop, err = startRedis(bin)
+	if err != nil {
+		return "", nil, err
+	}
+	res.note("The store: a redis-server the harness started for this scenario on 127.0.0.1 (%s), nothing saved to disk.", redisVersion(bin))
+	return store, stop, nil
+}
 
 // waitFreshMinute waits for the next cap window when less than need is
 // left in this one: fixed-window caps are measured inside one window.
