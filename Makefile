@@ -94,8 +94,10 @@ fuzz:
 # Benchmarks (bench/README.md). `make bench` is the quick mode (about 10 min on
 # 2 cores); it rewrites bench/results/quick.json, the SVG plots beside it
 # and BENCHMARKS.md. nginx (apt-get install nginx-light) adds the nginx
-# limit_req column to the throttling scenario; PACEGATE_ROCKETMQ_ENDPOINT
-# (bash scripts/rocketmq/rmq.sh fetch start init) enables the RocketMQ one.
+# limit_req column to the throttling scenario, and Debian's redis-server
+# (bash scripts/redis/redis.sh fetch) the replicas one, which starts a Redis
+# of its own; PACEGATE_ROCKETMQ_ENDPOINT (bash scripts/rocketmq/rmq.sh fetch
+# start init) enables the RocketMQ ones.
 .PHONY: bench bench-full bench-report
 
 bench:

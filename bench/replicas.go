@@ -70,7 +70,7 @@ func runReplicas(ctx context.Context, e *env, res *ScenarioResult) error {
 		urls[i] = chatURL(g.URL())
 	}
 	waitFreshMinute(ctx, 25*time.Second)
-	replicasCaps(ctx, res, urls, run)
+	replicasCaps(ctx, res, store, urls, run)
 	replicasRates(ctx, res, urls, run)
 	return replicasLatency(ctx, e, res, sim.URL, gws, run)
 }
@@ -129,10 +129,10 @@ func spread(ctx context.Context, urls []string, key string, n, conc int, body []
 	return ok, firsts
 }
 
-func replicasCaps(ctx context.Context, res *ScenarioResult, urls []string, run int64) {
+func replicasCaps(ctx context.Context, res *ScenarioResult, store string, urls []string, run int64) {
 	body := chatBody(simModel, 8, true)
 	okRPM, _ := spread(ctx, urls, fmt.Sprintf("sk-rpm%d", run), 3*replicasRPM, 30, body)
-	okTPM, per := replicasTPMRun(ctx, res, run)
+	okTPM, per := replicasTPMRun(ctx, res, store, run)
 	tokens := okTPM * per
 	over := max(okRPM-replicasRPM, 0) + max(tokens-replicasTPM, 0)
 	res.bar("Cap overshoot across 3 replicas, spread load", "0",
@@ -148,7 +148,7 @@ func replicasCaps(ctx context.Context, res *ScenarioResult, urls []string, run i
 // (TTFT 3 s), so that no admitted request settles, and gives back the
 // unused part of its reservation, before all are decided: then admitted
 // × reservation is the charge. All 3×cap/reservation requests go at once.
-func replicasTPMRun(ctx context.Context, res *ScenarioResult, run int64) (ok, per int) {
+func replicasTPMRun(ctx context.Context, res *ScenarioResult, store string, run int64) (ok, per int) {
 	slow, err := startSim(vllmsim.Config{TTFT: 3 * time.Second, ITL: time.Millisecond, MaxNumSeqs: 1024}, false)
 	if err != nil {
 		res.note("TPM part not run: %v", err)
@@ -162,7 +162,7 @@ func replicasTPMRun(ctx context.Context, res *ScenarioResult, run int64) (ok, pe
 	for i := range 3 {
 		g, err := startPacegate(ctx, gwConfig{Upstream: slow.URL, MaxConcurrency: 1024, Workers: 64, Tenants: 1,
 			Defaults: "{rate: .inf, backlog: 100000, max_wait: 60s}", ExtraTenants: tenant,
-			Extra: fmt.Sprintf("cluster: {replica_id: s%d, replicas: 3, store: %q}\n", i, os.Getenv("PACEGATE_CLUSTER_STORE"))})
+			Extra: fmt.Sprintf("cluster: {replica_id: s%d, replicas: 3, store: %q}\n", i, store)})
 		if err != nil {
 			res.note("TPM part not run: %v", err)
 			return 0, 0
