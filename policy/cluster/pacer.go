@@ -212,13 +212,13 @@ func (p *Pacer) reserve(k policy.Key, cost float64, now time.Time) (time.Duratio
 		p.st.markDown(errBadReply)
 		return 0, false
 	}
-	first := now.Add(time.Duration(us) * time.Microsecond)
+	first := now.Add(time.Duration(us) * time.Microsecond) // before now when the grid kept a passed slot
 	slots := make([]time.Time, n)
 	for i := range slots {
 		slots[i] = first.Add(time.Duration(int64(i)*interval) * time.Microsecond)
 	}
 	p.push(k, slots...)
-	return first.Sub(now), true
+	return max(first.Sub(now), 0), true
 }
 
 // sweep drops held slots nobody came back for (their requests left), so

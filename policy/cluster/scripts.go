@@ -22,7 +22,7 @@ local function next_slots(key, now, interval, tolerance, count, ttl)
   local slot = tonumber(redis.call('GET', key) or '0')
   if slot == 0 or now - slot >= math.max(interval, tolerance) then slot = now end
   redis.call('SET', key, string.format('%.0f', slot + count * interval), 'PX', ttl)
-  return math.max(slot - now, 0)
+  return slot - now
 end
 local function set_level(key, level, cap, refill, now)
   redis.call('HSET', key, 'tokens', string.format('%.6f', level), 'last', string.format('%.0f', now))
@@ -93,7 +93,7 @@ for i = 1, n do
 end
 local slot = -1
 if tonumber(ARGV[4]) > 0 then
-  slot = next_slots(KEYS[3], now, tonumber(ARGV[4]), tonumber(ARGV[5]), 1, ARGV[6])
+  slot = math.max(next_slots(KEYS[3], now, tonumber(ARGV[4]), tonumber(ARGV[5]), 1, ARGV[6]), 0)
 end
 local out = {1, epoch, 0, slot}
 for i = 1, n do
@@ -170,11 +170,15 @@ return epoch
 //
 // A replica with several requests of the bucket queued takes count
 // consecutive slots at once (slot, slot+interval, ...): one round trip
-// for count releases.
+// for count releases. The reply is the first slot's offset from now,
+// negative when the grid kept a slot that has passed: the caller places
+// the batch on the grid, so that a bucket catching up releases every
+// slot that has come at once, as policy.Pacer does, where slots counted
+// from now would each wait an interval.
 //
 // KEYS: the bucket's pacing key. ARGV: now (0 = TIME), interval µs,
-// tolerance µs, count, idle TTL ms. Reply: µs until the first slot (0 =
-// now).
+// tolerance µs, count, idle TTL ms. Reply: µs from now to the first slot
+// (≤ 0: it has come).
 const paceLua = luaNow + `
 local now = now_us(ARGV[1])
 return next_slots(KEYS[1], now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5])

@@ -162,7 +162,7 @@ func TestPaceScriptSteps(t *testing.T) {
 		{0, 200_000},         // another replica asking at once gets 200 ms
 		{10_000, 390_000},    // and the next one 400 ms
 		{600_000, 0},         // on time for 600 ms
-		{815_000, 0},         // 15 ms late for 800 ms: the grid holds (slot 800 ms)
+		{815_000, -15_000},   // 15 ms late for 800 ms: the grid holds (slot 800 ms, passed)
 		{900_000, 100_000},   // so the next is 1,000 ms
 		{1_500_000, 0},       // 300 ms late for 1,200: beyond max(200, 20) ms, restart now
 		{1_500_001, 199_999}, // next is 1,700 ms
