@@ -219,3 +219,15 @@ func replay(ctx context.Context, events []event, fn func(ctx context.Context, ev
 	}
 	wg.Wait()
 }
+
+// inOrder runs a then b, or b then a when aFirst is false: interleaved
+// rounds of two paths put each first in half their pairs, since the
+// first round of a pair can fare differently from the second whichever
+// path it is (bench/findings/replicas.md).
+func inOrder(aFirst bool, a, b func()) {
+	if !aFirst {
+		a, b = b, a
+	}
+	a()
+	b()
+}

@@ -85,7 +85,7 @@ func ohMeasure(ctx context.Context, sim *upstreamSim, path, url string, dur time
 }
 
 func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
-	rounds, dur := e.pick(5, 6), time.Duration(e.pick(6, 20))*time.Second
+	rounds, dur := e.pick(6, 6), time.Duration(e.pick(6, 20))*time.Second
 	warm := time.Duration(e.pick(2, 5)) * time.Second
 	res.Setup = fmt.Sprintf("%d closed-loop clients (their first requests spread evenly over one stream's length at the sim, %s, "+
 		"so that they do not run in step) stream %d-token chat completions (vllmsim: TTFT %s, ITL %s, MaxNumSeqs 256, "+
@@ -93,7 +93,7 @@ func runOverhead(ctx context.Context, e *env, res *ScenarioResult) error {
 		"through the whole pacegate process (HTTP in, embedded queue with 64 workers, consumer, pool, SSE out; one tenant; "+
 		"rpm/tpm/burst 0, rate .inf = pacing off; pool max_concurrency 256) and, alternately, through the bare proxy, each an OS "+
 		"process of its own (the clients and the sim run in the harness). After a warm-up of %s per path, not counted, %d rounds "+
-		"of %s per path, interleaved; figures are medians over rounds. Per-chunk latency = client receive time − the sim's "+
+		"of %s per path, interleaved, each path first in half the pairs; figures are medians over rounds. Per-chunk latency = client receive time − the sim's "+
 		"write time of the same chunk (both timestamps in the harness), matched by X-Request-Id.",
 		ohClients, ohStreamLen, ohTokens, ohTTFT, ohITL, warm, rounds, dur)
 	res.Baseline = "`net/http/httputil.ReverseProxy` (FlushInterval −1, same transport sizing) in front of the same sim, a process of " +
@@ -140,7 +140,8 @@ const ohUpstreamEnv = "PACEGATE_BENCH_OVERHEAD_UPSTREAM"
 // warm-up round of warm per path: each path's first requests after its
 // process started are a fresh process's, which a gateway serving for
 // hours is not. The warm-up rounds come first in bare and pg, so that
-// the report shows them apart. Both paths are
+// the report shows them apart; the bare proxy goes first in the warm-up
+// and every other pair after it, pacegate in the others (see inOrder). Both paths are
 // processes of their own, as a deployment runs them: in the harness's
 // runtime either would wait in the run queues of the clients and the sim
 // that time it. The pool's cap is fixed and out of reach: this scenario
@@ -161,8 +162,11 @@ func ohLatencyRounds(ctx context.Context, sim *upstreamSim, rounds int, dur, war
 		if i == 0 {
 			d = warm
 		}
-		bare = append(bare, ohMeasure(ctx, sim, "bare", chatURL(procs.bare.url), d, 100_000))
-		pg = append(pg, ohMeasure(ctx, sim, "pacegate", chatURL(procs.pg.url), d, 100_000))
+		inOrder(i%2 == 0, func() {
+			bare = append(bare, ohMeasure(ctx, sim, "bare", chatURL(procs.bare.url), d, 100_000))
+		}, func() {
+			pg = append(pg, ohMeasure(ctx, sim, "pacegate", chatURL(procs.pg.url), d, 100_000))
+		})
 	}
 	if len(pg) < 2 {
 		return nil, nil, ctx.Err()

@@ -242,7 +242,8 @@ func ohProcBody(maxTokens int, stream bool) []byte {
 }
 
 // runOverheadProcs runs the CPU rounds (both processes at once) and the
-// open-loop rounds (interleaved bare/pacegate) against upstream.
+// open-loop rounds (interleaved, each path first in half the pairs)
+// against upstream.
 func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP, openB, openP []ohProcRound, err error) {
 	p, err := startOhProcs(ctx, upstream, ohCPUConfig)
 	if err != nil {
@@ -262,13 +263,13 @@ func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP,
 			cpuB, cpuP = append(cpuB, b), append(cpuP, pg)
 		}
 	}
-	openRounds, openDur := e.pick(3, 4), time.Duration(e.pick(3, 10))*time.Second
-	for range openRounds {
+	openRounds, openDur := e.pick(4, 4), time.Duration(e.pick(3, 10))*time.Second
+	for i := range openRounds {
 		if ctx.Err() != nil {
 			break
 		}
-		openB = append(openB, ohMeasureOpen(ctx, p.bare, openDur))
-		openP = append(openP, ohMeasureOpen(ctx, p.pg, openDur))
+		inOrder(i%2 == 0, func() { openB = append(openB, ohMeasureOpen(ctx, p.bare, openDur)) },
+			func() { openP = append(openP, ohMeasureOpen(ctx, p.pg, openDur)) })
 	}
 	return cpuB, cpuP, openB, openP, nil
 }

@@ -31,11 +31,16 @@ func ohDiffs(bare, pg []ohRound) []ohDiff {
 }
 
 func medianOf(ds []ohDiff, f func(ohDiff) float64) float64 {
+	return Median(pick(ds, f))
+}
+
+// pick is f of each round's differences, in round order.
+func pick(ds []ohDiff, f func(ohDiff) float64) []float64 {
 	xs := make([]float64, len(ds))
 	for i, d := range ds {
 		xs[i] = f(d)
 	}
-	return Median(xs)
+	return xs
 }
 
 // ohReport reports the latency rounds: warm is the warm-up's bare and
@@ -70,6 +75,11 @@ func ohReport(e *env, res *ScenarioResult, warm [2]ohRound, bare, pg []ohRound) 
 		t.Rows = append(t.Rows, ohRow(fmt.Sprint(i+1), bare[i]), ohRow(fmt.Sprint(i+1), pg[i]))
 	}
 	res.Tables = append(res.Tables, t)
+	// The warm-up pair ran the bare proxy first, so the counted pairs
+	// start with pacegate first (see ohLatencyRounds).
+	res.note("By the order of a pair's rounds: added TTFT p50 %s; added per-chunk p50 %s.",
+		byOrder(pick(ds, func(d ohDiff) float64 { return d.ttftP50 }), 1, "ms"),
+		byOrder(pick(ds, func(d ohDiff) float64 { return d.chunkP50 }), 1, "µs"))
 	coldB, coldP := Quantile(warm[0].pathTTFT, 0.99), Quantile(warm[1].pathTTFT, 0.99)
 	res.metric("warmup_added_ttft_p99_ms", coldP-coldB)
 	res.note("The warm-up rounds (each path's first requests after its process started; not counted): TTFT less the sim's p99 "+
@@ -160,8 +170,9 @@ func ohProcReport(res *ScenarioResult, cpuB, cpuP, openB, openP []ohProcRound) {
 		res.metric("open_added_ttft_p50_ms", t50)
 		res.metric("open_added_ttft_p99_ms", t99)
 		res.bar(fmt.Sprintf("added TTFT p99 at %s req/s", fmt.Sprintf("%.0f", float64(ohOpenRate))), "< 2 ms", f3(t99)+" ms", t99 < 2)
+		res.note("Added TTFT p99 at 1,000 req/s by the order of a pair's rounds: %s.", byOrder(open99, 0, "ms"))
 	}
-	t := Table{Title: "Processes: CPU rounds (both at once) and 1,000 req/s rounds (interleaved)", Header: []string{"round", "kind", "path",
+	t := Table{Title: "Processes: CPU rounds (both at once) and 1,000 req/s rounds (interleaved, each path first in half the pairs)", Header: []string{"round", "kind", "path",
 		"ok / errors", "CPU (ms)", "CPU per request (µs)", "switches per request", "TTFT p50 (ms)", "TTFT p99 (ms)"}}
 	// per is how many rounds make one round of the kind (one per kind for
 	// the CPU rounds).
@@ -245,4 +256,19 @@ func ohCPUMedians(cpuB, cpuP []ohProcRound, k ohProcKind) (ratioMed, pg, bare fl
 		return 0, 0, 0, false
 	}
 	return Median(ratios), Median(ps), Median(bs), true
+}
+
+// byOrder lists per-pair figures split by which path ran first: the bare
+// proxy in the pairs of parity bareParity (the first pair is 0), pacegate
+// in the others.
+func byOrder(perPair []float64, bareParity int, unit string) string {
+	var bareFirst, pgFirst []string
+	for i, v := range perPair {
+		if i%2 == bareParity {
+			bareFirst = append(bareFirst, f3(v))
+		} else {
+			pgFirst = append(pgFirst, f3(v))
+		}
+	}
+	return fmt.Sprintf("the bare proxy first %s %s, pacegate first %s %s", strings.Join(bareFirst, ", "), unit, strings.Join(pgFirst, ", "), unit)
 }

@@ -14,3 +14,11 @@ func TestAddedTTFTLeavesOutTheSimsOwnTime(t *testing.T) {
 		t.Errorf("added TTFT p50 %v, p99 %v; want 0.2 ms each", d.ttftP50, d.ttftP99)
 	}
 }
+
+// TestByOrder splits per-pair figures by which path went first.
+func TestByOrder(t *testing.T) {
+	got := byOrder([]float64{1, 2, 3, 4, 5}, 1, "ms")
+	if want := "the bare proxy first 2.000, 4.000 ms, pacegate first 1.000, 3.000, 5.000 ms"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

@@ -273,15 +273,6 @@ func replicasLatency(ctx context.Context, e *env, res *ScenarioResult, upstream 
 	return nil
 }
 
-// inOrder runs a then b, or b then a when aFirst is false.
-func inOrder(aFirst bool, a, b func()) {
-	if !aFirst {
-		a, b = b, a
-	}
-	a()
-	b()
-}
-
 // latencyRound runs 16 closed-loop streaming clients for dur and returns
 // their TTFTs in ms.
 func latencyRound(ctx context.Context, url, key string, body []byte, dur time.Duration) []float64 {
