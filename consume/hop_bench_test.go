@@ -41,7 +41,8 @@ func (hopSlot) Release() {}
 // (publish to the request's LiteTopic) → delivery → the consumer's
 // checks → dispatch → the upstream call, open loop at 1,000 req/s over
 // 100 tenants of one model named as a vLLM pool names them (hopModel),
-// with the engine as the gateway runs it (inline delivery, 64 workers).
+// with the engine as the gateway runs it (inline delivery, 64 workers)
+// and the gateway's pacer (see hopPacer).
 // Run it with -benchtime 4000x; it reports the hop's p50 and p99 in µs
 // (an op is one request, 1 ms apart by construction),
 // timed after a warm-up (see warmUp), with the warm-up's length and the
@@ -53,7 +54,9 @@ func (hopSlot) Release() {}
 // is handed to the submitting goroutine); "sink-alloc" is the same
 // through SubmitTo, which allocates the Pending on the hop; "channel" is
 // Submit, without a sink, as JSON answers once went (the call runs on a
-// goroutine of its own, the handler reads a channel).
+// goroutine of its own, the handler reads a channel); "sink-unpaced"
+// is "sink" with a pacer that answers at once and looks nothing up, as
+// every variant had until 2026-12-06 (bench/findings/overhead.md).
 // "control-N" is no queue at all, only N allocations of 72 bytes timed
 // the same way (a "sink" hop makes 5, about 200 bytes; see
 // bench/findings/overhead.md): what the loop's shape, a goroutine woken
@@ -71,6 +74,7 @@ func BenchmarkQueueHop(b *testing.B) {
 		benchAllocs(b, 5)
 	})
 	b.Run("sink", func(b *testing.B) { benchHop(b, submitSink(b)) })
+	b.Run("sink-unpaced", func(b *testing.B) { benchHopWith(b, unpaced{}, submitSink(b)) })
 	b.Run("sink-awake", func(b *testing.B) {
 		defer keepAwake(b)()
 		benchHop(b, submitSink(b))
@@ -124,12 +128,18 @@ func submitSink(b *testing.B) func(*consume.Queue, *consume.Request) (*consume.P
 }
 
 // newHopQueue is the queue and consumer BenchmarkQueueHop times, as the
-// gateway runs them (inline delivery, 64 workers); stop closes both.
+// gateway runs them (inline delivery, 64 workers, its pacer: see
+// hopPacer); stop closes both.
 func newHopQueue(b *testing.B) (q *consume.Queue, up *hopUpstreams, stop func()) {
+	return newHopQueueWith(b, hopPacer(b))
+}
+
+// newHopQueueWith is newHopQueue with pacer in the consumer.
+func newHopQueueWith(b *testing.B, pacer consume.Pacer) (q *consume.Queue, up *hopUpstreams, stop func()) {
 	e := embedded.New(embedded.Config{Logger: quiet, InlineDelivery: true, Workers: 64})
 	q = consume.NewQueue(e, "")
 	up = &hopUpstreams{}
-	c := consume.NewConsumer(consume.ConsumerConfig{Queue: q, Pacer: unpaced{}, Upstreams: up, Logger: quiet})
+	c := consume.NewConsumer(consume.ConsumerConfig{Queue: q, Pacer: pacer, Upstreams: up, Logger: quiet})
 	if err := e.Start(c.Handle); err != nil {
 		b.Fatal(err)
 	}
@@ -148,7 +158,7 @@ func newHopQueue(b *testing.B) (q *consume.Queue, up *hopUpstreams, stop func())
 func BenchmarkQueueHopWarm(b *testing.B) {
 	q, up, stop := newHopQueue(b)
 	defer stop()
-	keys := make([]policy.Key, 100)
+	keys := make([]policy.Key, hopTenants)
 	for i := range keys {
 		keys[i] = policy.Key{Tenant: "t" + strconv.Itoa(i), Model: hopModel}
 	}
@@ -160,7 +170,7 @@ func BenchmarkQueueHopWarm(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		st := &state{sink: endSink{done: make(chan struct{})}}
-		st.req = consume.Request{ID: strconv.Itoa(i), Key: keys[i%100], Body: []byte("{}"), Band: 1, Weight: 1, Submitted: time.Now()}
+		st.req = consume.Request{ID: strconv.Itoa(i), Key: keys[i%hopTenants], Body: []byte("{}"), Band: 1, Weight: 1, Submitted: time.Now()}
 		if err := q.SubmitInto(context.Background(), &st.p, &st.req, st.sink); err != nil {
 			b.Fatal(err)
 		}
@@ -175,10 +185,15 @@ func BenchmarkQueueHopWarm(b *testing.B) {
 }
 
 func benchHop(b *testing.B, submit func(*consume.Queue, *consume.Request) (*consume.Pending, <-chan struct{})) {
-	q, up, stop := newHopQueue(b)
+	benchHopWith(b, hopPacer(b), submit)
+}
+
+// benchHopWith is benchHop with pacer in the consumer.
+func benchHopWith(b *testing.B, pacer consume.Pacer, submit func(*consume.Queue, *consume.Request) (*consume.Pending, <-chan struct{})) {
+	q, up, stop := newHopQueueWith(b, pacer)
 	var wg sync.WaitGroup
 	hop := func(i int) {
-		k := policy.Key{Tenant: "t" + strconv.Itoa(i%100), Model: hopModel}
+		k := policy.Key{Tenant: "t" + strconv.Itoa(i%hopTenants), Model: hopModel}
 		req := &consume.Request{ID: strconv.Itoa(i), Key: k, Body: []byte("{}"), Band: 1, Weight: 1}
 		p, done := submit(q, req)
 		wg.Go(func() {
@@ -300,3 +315,23 @@ func (s endSink) Deliver(ev consume.Event) error {
 // hopModel is a model name as a vLLM pool serves them, from Hugging Face:
 // an organisation, a '/', and dots.
 const hopModel = "meta-llama/Llama-3.1-8B-Instruct"
+
+// hopTenants is how many tenants the benchmark's requests go round.
+const hopTenants = 100
+
+// hopPacer is the gateway's pacer (policy.Pacer reading the tenant
+// table) over the benchmark's tenants, each paced at 1,000 requests/s:
+// every bucket is paced, as the default config paces them (10/s), but
+// at a rate its 10 requests/s never reach, so that no request waits for
+// its slot and the hop is the pacer's two questions, not a pacing wait.
+func hopPacer(b *testing.B) *policy.Pacer {
+	specs := make([]policy.TenantSpec, hopTenants)
+	for i := range specs {
+		specs[i] = policy.TenantSpec{ID: "t" + strconv.Itoa(i), Limits: policy.Limits{Rate: 1000, Backlog: 100}}
+	}
+	q, err := policy.NewQuotas(policy.Limits{Rate: 10, Backlog: 100}, nil, specs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return policy.NewPacer(policy.NewTable(q))
+}

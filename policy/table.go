@@ -54,7 +54,16 @@ func (t *Table) Limits(k Key) Limits {
 }
 
 func (s *tableState) limits(k Key) Limits {
-	l := s.q.Limits(k)
+	tn := s.q.tenants[k.Tenant]
+	return s.limitsOf(k, tn)
+}
+
+// limitsOf is limits with k's tenant found already (nil: unknown).
+func (s *tableState) limitsOf(k Key, tn *Tenant) Limits {
+	l := s.q.defaults
+	if tn != nil {
+		l = tn.limitsFor(k.Model)
+	}
 	if len(s.tenants) > 0 { // skip the hash when there are no overrides
 		if o, ok := s.tenants[k.Tenant]; ok {
 			l = o.Apply(l)
@@ -70,12 +79,11 @@ func (s *tableState) limits(k Key) Limits {
 
 // BaseRate implements [RateSource.BaseRate]: the live Rate of k and
 // whether its tenant has high priority.
+// It looks the tenant up once: the pacer asks twice per request.
 func (t *Table) BaseRate(k Key) (perSec float64, high bool) {
 	s := t.state.Load()
-	if tn, ok := s.q.tenants[k.Tenant]; ok {
-		high = tn.Priority == PriorityHigh
-	}
-	return s.limits(k).Rate, high
+	tn := s.q.tenants[k.Tenant]
+	return s.limitsOf(k, tn).Rate, tn != nil && tn.Priority == PriorityHigh
 }
 
 // SetBucketOverride replaces the override of bucket k; the zero Override
