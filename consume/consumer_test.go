@@ -48,10 +48,10 @@ func (f *fakeUpstreams) Free(string) (int, int) {
 	}
 	return limit - f.inUse, limit
 }
-func (p fakePacer) Wait(k policy.Key, c float64) time.Duration {
+func (p fakePacer) WaitAt(_ time.Time, k policy.Key, c float64) time.Duration {
 	return p(k, c)
 }
-func (p fakePacer) AcquireOrSuspend(k policy.Key, c float64) time.Duration {
+func (p fakePacer) AcquireOrSuspendAt(_ time.Time, k policy.Key, c float64) time.Duration {
 	return p(k, c)
 }
 func (p fakePacer) Interval(policy.Key) time.Duration { return time.Millisecond }

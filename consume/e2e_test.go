@@ -45,8 +45,7 @@ func (p *exactPacer) Interval(k policy.Key) time.Duration {
 	return p.interval[k]
 }
 
-func (p *exactPacer) Wait(k policy.Key, cost float64) time.Duration {
-	now := time.Now()
+func (p *exactPacer) WaitAt(now time.Time, k policy.Key, cost float64) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if n, ok := p.next[k]; ok && now.Before(n) {
@@ -55,8 +54,7 @@ func (p *exactPacer) Wait(k policy.Key, cost float64) time.Duration {
 	return 0
 }
 
-func (p *exactPacer) AcquireOrSuspend(k policy.Key, cost float64) time.Duration {
-	now := time.Now()
+func (p *exactPacer) AcquireOrSuspendAt(now time.Time, k policy.Key, cost float64) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n, ok := p.next[k]

@@ -42,7 +42,7 @@ func (hopSlot) Release() {}
 // checks → dispatch → the upstream call, open loop at 1,000 req/s over
 // 100 tenants of one model named as a vLLM pool names them (hopModel),
 // with the engine as the gateway runs it (inline delivery, 64 workers)
-// and the gateway's pacer (see hopPacer).
+// and the gateway's pacer (see hopPacer; every bucket at 1,000/s).
 // Run it with -benchtime 4000x; it reports the hop's p50 and p99 in µs
 // (an op is one request, 1 ms apart by construction),
 // timed after a warm-up (see warmUp), with the warm-up's length and the
@@ -127,14 +127,9 @@ func submitSink(b *testing.B) func(*consume.Queue, *consume.Request) (*consume.P
 	}
 }
 
-// newHopQueue is the queue and consumer BenchmarkQueueHop times, as the
-// gateway runs them (inline delivery, 64 workers, its pacer: see
-// hopPacer); stop closes both.
-func newHopQueue(b *testing.B) (q *consume.Queue, up *hopUpstreams, stop func()) {
-	return newHopQueueWith(b, hopPacer(b))
-}
-
-// newHopQueueWith is newHopQueue with pacer in the consumer.
+// newHopQueueWith is the queue and consumer BenchmarkQueueHop times, as
+// the gateway runs them (inline delivery, 64 workers), with pacer in the
+// consumer; stop closes both.
 func newHopQueueWith(b *testing.B, pacer consume.Pacer) (q *consume.Queue, up *hopUpstreams, stop func()) {
 	e := embedded.New(embedded.Config{Logger: quiet, InlineDelivery: true, Workers: 64})
 	q = consume.NewQueue(e, "")
@@ -156,7 +151,7 @@ func newHopQueueWith(b *testing.B, pacer consume.Pacer) (q *consume.Queue, up *h
 // to its Finish; the tenants' names are made before, as the gateway's
 // come from its tenant table.
 func BenchmarkQueueHopWarm(b *testing.B) {
-	q, up, stop := newHopQueue(b)
+	q, up, stop := newHopQueueWith(b, hopPacer(b, 1e9)) // back to back: 1,000/s would bind
 	defer stop()
 	keys := make([]policy.Key, hopTenants)
 	for i := range keys {
@@ -185,7 +180,7 @@ func BenchmarkQueueHopWarm(b *testing.B) {
 }
 
 func benchHop(b *testing.B, submit func(*consume.Queue, *consume.Request) (*consume.Pending, <-chan struct{})) {
-	benchHopWith(b, hopPacer(b), submit)
+	benchHopWith(b, hopPacer(b, 1000), submit)
 }
 
 // benchHopWith is benchHop with pacer in the consumer.
@@ -320,14 +315,15 @@ const hopModel = "meta-llama/Llama-3.1-8B-Instruct"
 const hopTenants = 100
 
 // hopPacer is the gateway's pacer (policy.Pacer reading the tenant
-// table) over the benchmark's tenants, each paced at 1,000 requests/s:
+// table) over the benchmark's tenants, each paced at rate requests/s:
 // every bucket is paced, as the default config paces them (10/s), but
-// at a rate its 10 requests/s never reach, so that no request waits for
-// its slot and the hop is the pacer's two questions, not a pacing wait.
-func hopPacer(b *testing.B) *policy.Pacer {
+// at a rate its requests never reach (the open loop's 10/s a bucket
+// against 1,000), so that no request waits for its slot and the hop is
+// the pacer's two questions, not a pacing wait.
+func hopPacer(b *testing.B, rate float64) *policy.Pacer {
 	specs := make([]policy.TenantSpec, hopTenants)
 	for i := range specs {
-		specs[i] = policy.TenantSpec{ID: "t" + strconv.Itoa(i), Limits: policy.Limits{Rate: 1000, Backlog: 100}}
+		specs[i] = policy.TenantSpec{ID: "t" + strconv.Itoa(i), Limits: policy.Limits{Rate: rate, Backlog: 100}}
 	}
 	q, err := policy.NewQuotas(policy.Limits{Rate: 10, Backlog: 100}, nil, specs)
 	if err != nil {

@@ -8,13 +8,17 @@ import (
 )
 
 // Pacer is the leaky-bucket decision the consumer asks before releasing a
-// request (implemented by *policy.Pacer).
+// request (implemented by *policy.Pacer and *cluster.Pacer). Both
+// questions take the time of asking: the consumer reads the clock once
+// for all the decisions of a delivery, microseconds apart, where each
+// reading costs tens of nanoseconds on a VM.
 type Pacer interface {
-	// Wait returns how long until k's next release slot, taking nothing.
-	Wait(k policy.Key, cost float64) time.Duration
-	// AcquireOrSuspend returns 0 and takes the bucket's next release slot,
-	// or returns how long until that slot and takes nothing.
-	AcquireOrSuspend(k policy.Key, cost float64) time.Duration
+	// WaitAt returns how long after now k's next release slot is, taking
+	// nothing.
+	WaitAt(now time.Time, k policy.Key, cost float64) time.Duration
+	// AcquireOrSuspendAt returns 0 and takes the bucket's next release
+	// slot, or returns how long after now that slot is and takes nothing.
+	AcquireOrSuspendAt(now time.Time, k policy.Key, cost float64) time.Duration
 	// Interval is the time between two releases of k at its current
 	// rate (0 when unpaced).
 	Interval(k policy.Key) time.Duration

@@ -100,9 +100,11 @@ func (p *simPool) tokenTime() time.Duration {
 // unpaced never makes a bucket wait: the pool is the only limit.
 type unpaced struct{}
 
-func (unpaced) Wait(policy.Key, float64) time.Duration             { return 0 }
-func (unpaced) AcquireOrSuspend(policy.Key, float64) time.Duration { return 0 }
-func (unpaced) Interval(policy.Key) time.Duration                  { return 0 }
+func (unpaced) WaitAt(time.Time, policy.Key, float64) time.Duration { return 0 }
+func (unpaced) AcquireOrSuspendAt(time.Time, policy.Key, float64) time.Duration {
+	return 0
+}
+func (unpaced) Interval(policy.Key) time.Duration { return 0 }
 
 // simTenant is one tenant of a simulated run: closed-loop clients of
 // equal requests, pausing between an answer and the next request.

@@ -47,8 +47,8 @@ func benchTable(b *testing.B) *Table {
 func BenchmarkPacerAcquire(b *testing.B) {
 	p := NewPacer(benchTable(b))
 	now := time.Now()
-	parallel(b, func(k Key) { p.acquireOrSuspendAt(now, k, 1) },
-		func(k Key) { p.acquireOrSuspendAt(now, k, 1) })
+	parallel(b, func(k Key) { p.AcquireOrSuspendAt(now, k, 1) },
+		func(k Key) { p.AcquireOrSuspendAt(now, k, 1) })
 }
 
 func BenchmarkPacerAcquireClock(b *testing.B) {
@@ -97,7 +97,7 @@ func BenchmarkPacerMemory1M(b *testing.B) {
 		p := NewPacer(constRate(1))
 		now := time.Now()
 		for i := range n {
-			p.acquireOrSuspendAt(now, Key{Tenant: "tenant-" + strconv.Itoa(i), Model: "llama-3-8b"}, 1)
+			p.AcquireOrSuspendAt(now, Key{Tenant: "tenant-" + strconv.Itoa(i), Model: "llama-3-8b"}, 1)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -17,7 +17,7 @@ func (r constRate) BaseRate(Key) (float64, bool) { return float64(r), false }
 type pacerLimiter struct{ p *Pacer }
 
 func (l pacerLimiter) AllowAt(now time.Time, k Key) Decision {
-	if d := l.p.acquireOrSuspendAt(now, k, 1); d > 0 {
+	if d := l.p.AcquireOrSuspendAt(now, k, 1); d > 0 {
 		return Decision{RetryAfter: d, Reason: "SUSPEND"}
 	}
 	return Decision{Allowed: true, Reason: ReasonOK}

@@ -100,12 +100,13 @@ func (p *Pacer) idleKey(s *pacerState, now int64) bool { return now-s.next > p.i
 // request, or tokens when k's rate is in tokens/s; a non-positive or NaN
 // cost counts as 1.
 func (p *Pacer) AcquireOrSuspend(k Key, cost float64) time.Duration {
-	return p.acquireOrSuspendAt(time.Now(), k, cost)
+	return p.AcquireOrSuspendAt(time.Now(), k, cost)
 }
 
-// acquireOrSuspendAt is AcquireOrSuspend at now: the decision itself, a
-// pure function of now and the key's state.
-func (p *Pacer) acquireOrSuspendAt(now time.Time, k Key, cost float64) time.Duration {
+// AcquireOrSuspendAt is AcquireOrSuspend at now: the decision itself, a
+// pure function of now and the key's state. A caller that has read the
+// clock already (the consumer reads it once per delivery) passes it.
+func (p *Pacer) AcquireOrSuspendAt(now time.Time, k Key, cost float64) time.Duration {
 	if !(cost > 0) {
 		cost = 1
 	}
@@ -142,10 +143,10 @@ func (p *Pacer) acquireOrSuspendAt(now time.Time, k Key, cost float64) time.Dura
 // Wait returns how long until k's next release slot, 0 when it has come,
 // taking nothing: AcquireOrSuspend at the same instant would answer the
 // same and take the slot.
-func (p *Pacer) Wait(k Key, cost float64) time.Duration { return p.waitAt(time.Now(), k, cost) }
+func (p *Pacer) Wait(k Key, cost float64) time.Duration { return p.WaitAt(time.Now(), k, cost) }
 
-// waitAt is Wait at now.
-func (p *Pacer) waitAt(now time.Time, k Key, cost float64) time.Duration {
+// WaitAt is Wait at now.
+func (p *Pacer) WaitAt(now time.Time, k Key, cost float64) time.Duration {
 	rate := p.EffectiveRate(k)
 	switch {
 	case math.IsInf(rate, 1):

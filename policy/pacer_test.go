@@ -34,8 +34,8 @@ type pacerStep struct {
 func runPacer(t *testing.T, p *Pacer, k Key, steps []pacerStep) {
 	t.Helper()
 	for i, s := range steps {
-		if got := p.acquireOrSuspendAt(t0.Add(s.at), k, s.cost); got != s.want {
-			t.Errorf("step %d: acquireOrSuspendAt(t0+%v, cost %v) = %v, want %v", i, s.at, s.cost, got, s.want)
+		if got := p.AcquireOrSuspendAt(t0.Add(s.at), k, s.cost); got != s.want {
+			t.Errorf("step %d: AcquireOrSuspendAt(t0+%v, cost %v) = %v, want %v", i, s.at, s.cost, got, s.want)
 		}
 	}
 }
@@ -85,7 +85,7 @@ func TestPacerRateChangeMovesPendingSlot(t *testing.T) {
 	src := newVarRate(1)
 	p := NewPacer(src)
 	now := t0
-	if d := p.acquireOrSuspendAt(now, kA, 1); d != 0 {
+	if d := p.AcquireOrSuspendAt(now, kA, 1); d != 0 {
 		t.Fatalf("first release: %v", d)
 	}
 	now = now.Add(100 * time.Millisecond)
@@ -99,7 +99,7 @@ func TestPacerRateChangeMovesPendingSlot(t *testing.T) {
 		{4, 150 * time.Millisecond},
 	} {
 		src.set(c.rate)
-		if got := p.acquireOrSuspendAt(now, kA, 1); got != c.want {
+		if got := p.AcquireOrSuspendAt(now, kA, 1); got != c.want {
 			t.Errorf("rate %v: wait %v, want %v", c.rate, got, c.want)
 		}
 	}
@@ -145,24 +145,24 @@ func TestPacerFactors(t *testing.T) {
 func TestPacerUnpacedAndPaused(t *testing.T) {
 	p := NewPacer(constRate(math.Inf(1)))
 	for range 5 {
-		if d := p.acquireOrSuspendAt(t0, kA, 1); d != 0 {
+		if d := p.AcquireOrSuspendAt(t0, kA, 1); d != 0 {
 			t.Fatalf("unpaced key suspended for %v", d)
 		}
 	}
 	if p.Len() != 0 {
 		t.Fatalf("an unpaced key holds state: Len = %d", p.Len())
 	}
-	if d := NewPacer(constRate(0)).acquireOrSuspendAt(t0, kA, 1); d != pausedWait {
+	if d := NewPacer(constRate(0)).AcquireOrSuspendAt(t0, kA, 1); d != pausedWait {
 		t.Fatalf("zero rate: %v, want %v", d, pausedWait)
 	}
 }
 
 func TestPacerTokenWeighted(t *testing.T) {
 	p := NewPacer(constRate(100)) // tokens/s
-	if d := p.acquireOrSuspendAt(t0, kA, 50); d != 0 {
+	if d := p.AcquireOrSuspendAt(t0, kA, 50); d != 0 {
 		t.Fatalf("first: %v", d)
 	}
-	if d := p.acquireOrSuspendAt(t0, kA, 10); d != 500*time.Millisecond {
+	if d := p.AcquireOrSuspendAt(t0, kA, 10); d != 500*time.Millisecond {
 		t.Fatalf("after 50 tokens at 100/s: wait %v, want 500ms", d)
 	}
 }
@@ -173,7 +173,7 @@ func TestPacerTokenWeighted(t *testing.T) {
 func consume(p *Pacer, k Key, from, to time.Time, latePart float64, seed *uint64) (int, time.Time) {
 	n, now := 0, from
 	for now.Before(to) {
-		d := p.acquireOrSuspendAt(now, k, 1)
+		d := p.AcquireOrSuspendAt(now, k, 1)
 		if d == 0 {
 			n++
 			continue
@@ -221,15 +221,15 @@ func TestPacerEvictsIdleKeys(t *testing.T) {
 	src := newVarRate(1)
 	p := NewPacer(src, WithPacerIdle(time.Minute))
 	p.keys.init(1, p.idleKey)
-	p.acquireOrSuspendAt(t0, kA, 1)
+	p.AcquireOrSuspendAt(t0, kA, 1)
 	for i := range 100 {
-		p.acquireOrSuspendAt(t0, Key{Tenant: "t", Model: string(rune('a' + i))}, 1)
+		p.AcquireOrSuspendAt(t0, Key{Tenant: "t", Model: string(rune('a' + i))}, 1)
 	}
 	slow := Key{Tenant: "slow", Model: "m"}
-	p.acquireOrSuspendAt(t0, slow, 7200) // next slot 2h away: not idle
+	p.AcquireOrSuspendAt(t0, slow, 7200) // next slot 2h away: not idle
 	later := t0.Add(2 * time.Minute)
 	for range 10 { // calls for a present key do not sweep
-		p.acquireOrSuspendAt(later, kA, 1)
+		p.AcquireOrSuspendAt(later, kA, 1)
 	}
 	if n := p.Len(); n != 102 {
 		t.Fatalf("Len = %d, want 102: calls for present keys do not sweep", n)
@@ -238,12 +238,12 @@ func TestPacerEvictsIdleKeys(t *testing.T) {
 	// into the hole, which the next inspection looks at. 200 insertions
 	// reach every old entry.
 	for i := range 200 {
-		p.acquireOrSuspendAt(later, Key{Tenant: "new", Model: strconv.Itoa(i)}, 1)
+		p.AcquireOrSuspendAt(later, Key{Tenant: "new", Model: strconv.Itoa(i)}, 1)
 	}
 	if n := p.Len(); n != 202 {
 		t.Fatalf("Len after the sweep = %d, want 202 (the 200 new keys, the hot key and the slow one)", n)
 	}
-	if d := p.acquireOrSuspendAt(later, slow, 1); d != 2*time.Hour-2*time.Minute {
+	if d := p.AcquireOrSuspendAt(later, slow, 1); d != 2*time.Hour-2*time.Minute {
 		t.Fatalf("the slow key lost its slot: wait %v", d)
 	}
 }
@@ -255,7 +255,7 @@ func TestPacerConcurrentFactorChanges(t *testing.T) {
 		wg.Go(func() {
 			for i := range 500 {
 				k := Key{Tenant: "t", Model: string(rune('a' + (g*500+i)%7))}
-				p.acquireOrSuspendAt(t0.Add(time.Duration(i)*time.Millisecond), k, 1)
+				p.AcquireOrSuspendAt(t0.Add(time.Duration(i)*time.Millisecond), k, 1)
 			}
 		})
 	}

@@ -92,8 +92,8 @@ func (q *Queue) Suspend(k policy.Key, d time.Duration) {
 
 type waitPacer time.Duration
 
-func (p waitPacer) Wait(policy.Key, float64) time.Duration { return time.Duration(p) }
-func (p waitPacer) AcquireOrSuspend(policy.Key, float64) time.Duration {
+func (p waitPacer) WaitAt(time.Time, policy.Key, float64) time.Duration { return time.Duration(p) }
+func (p waitPacer) AcquireOrSuspendAt(time.Time, policy.Key, float64) time.Duration {
 	return time.Duration(p)
 }
 func (p waitPacer) Interval(policy.Key) time.Duration { return time.Duration(p) }

@@ -70,9 +70,11 @@ func (s *gateSlot) Release() { s.once.Do(func() { s.p.open(1) }) }
 // noPace never makes a bucket wait.
 type noPace struct{}
 
-func (noPace) Wait(policy.Key, float64) time.Duration             { return 0 }
-func (noPace) AcquireOrSuspend(policy.Key, float64) time.Duration { return 0 }
-func (noPace) Interval(policy.Key) time.Duration                  { return 0 }
+func (noPace) WaitAt(time.Time, policy.Key, float64) time.Duration { return 0 }
+func (noPace) AcquireOrSuspendAt(time.Time, policy.Key, float64) time.Duration {
+	return 0
+}
+func (noPace) Interval(policy.Key) time.Duration { return 0 }
 
 // suspendCount counts the consumer's suspensions by reason.
 type suspendCount struct {

@@ -64,36 +64,42 @@ type effectiveRates struct{ p *policy.Pacer }
 
 func (e effectiveRates) BaseRate(k policy.Key) (float64, bool) { return e.p.EffectiveRate(k), false }
 
-// Wait implements consume.Pacer: how long until k's next slot. It asks
-// the store for one when the replica holds none, and keeps it.
-func (p *Pacer) Wait(k policy.Key, cost float64) time.Duration {
+// Wait is WaitAt now.
+func (p *Pacer) Wait(k policy.Key, cost float64) time.Duration { return p.WaitAt(time.Now(), k, cost) }
+
+// WaitAt implements consume.Pacer: how long after now k's next slot is.
+// It asks the store for one when the replica holds none, and keeps it.
+func (p *Pacer) WaitAt(now time.Time, k policy.Key, cost float64) time.Duration {
 	rate, paced := p.rate(k)
 	if !paced {
 		return rate
 	}
-	now := time.Now()
 	if slot, ok := p.slot(k, now, p.stale(k)); ok {
 		return max(slot.Sub(now), 0)
 	}
 	if !p.st.Up() {
 		p.st.stats.fallbacks.Add(1)
-		return p.fallback.Wait(k, cost)
+		return p.fallback.WaitAt(now, k, cost)
 	}
 	wait, ok := p.reserve(k, cost, now)
 	if !ok {
-		return p.fallback.Wait(k, cost)
+		return p.fallback.WaitAt(now, k, cost)
 	}
 	return wait
 }
 
-// AcquireOrSuspend implements consume.Pacer: 0 when k's slot has come
-// (the slot is used), else how long until it.
+// AcquireOrSuspend is AcquireOrSuspendAt now.
 func (p *Pacer) AcquireOrSuspend(k policy.Key, cost float64) time.Duration {
+	return p.AcquireOrSuspendAt(time.Now(), k, cost)
+}
+
+// AcquireOrSuspendAt implements consume.Pacer: 0 when k's slot has come
+// by now (the slot is used), else how long after now it is.
+func (p *Pacer) AcquireOrSuspendAt(now time.Time, k policy.Key, cost float64) time.Duration {
 	rate, paced := p.rate(k)
 	if !paced {
 		return rate
 	}
-	now := time.Now()
 	if slot, ok := p.slot(k, now, p.stale(k)); ok {
 		if wait := slot.Sub(now); wait > 0 {
 			return wait
@@ -103,12 +109,12 @@ func (p *Pacer) AcquireOrSuspend(k policy.Key, cost float64) time.Duration {
 	}
 	if !p.st.Up() {
 		p.st.stats.fallbacks.Add(1)
-		return p.fallback.AcquireOrSuspend(k, cost)
+		return p.fallback.AcquireOrSuspendAt(now, k, cost)
 	}
 	if _, ok := p.reserve(k, cost, now); !ok {
-		return p.fallback.AcquireOrSuspend(k, cost)
+		return p.fallback.AcquireOrSuspendAt(now, k, cost)
 	}
-	return p.AcquireOrSuspend(k, cost) // the slots are held now
+	return p.AcquireOrSuspendAt(now, k, cost) // the slots are held now
 }
 
 // Interval implements consume.Pacer: the time between two releases of k
