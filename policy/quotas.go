@@ -137,9 +137,13 @@ func (q *Quotas) Defaults() Limits { return q.defaults }
 // Limits returns the configured limits of bucket k, field by field: the
 // tenant's model override, else the tenant's limits, else the defaults.
 // An unknown tenant gets the defaults.
-func (q *Quotas) Limits(k Key) Limits {
-	if t, ok := q.tenants[k.Tenant]; ok {
-		return t.limitsFor(k.Model)
+func (q *Quotas) Limits(k Key) Limits { return q.limitsOf(q.tenants[k.Tenant], k.Model) }
+
+// limitsOf is tenant t's limits for model, the defaults when t is nil
+// (an unknown tenant): for a caller that has looked the tenant up.
+func (q *Quotas) limitsOf(t *Tenant, model string) Limits {
+	if t != nil {
+		return t.limitsFor(model)
 	}
 	return q.defaults
 }

@@ -53,17 +53,11 @@ func (t *Table) Limits(k Key) Limits {
 	return s.limits(k)
 }
 
-func (s *tableState) limits(k Key) Limits {
-	tn := s.q.tenants[k.Tenant]
-	return s.limitsOf(k, tn)
-}
+func (s *tableState) limits(k Key) Limits { return s.limitsOf(k, s.q.tenants[k.Tenant]) }
 
 // limitsOf is limits with k's tenant found already (nil: unknown).
 func (s *tableState) limitsOf(k Key, tn *Tenant) Limits {
-	l := s.q.defaults
-	if tn != nil {
-		l = tn.limitsFor(k.Model)
-	}
+	l := s.q.limitsOf(tn, k.Model)
 	if len(s.tenants) > 0 { // skip the hash when there are no overrides
 		if o, ok := s.tenants[k.Tenant]; ok {
 			l = o.Apply(l)
@@ -78,8 +72,8 @@ func (s *tableState) limitsOf(k Key, tn *Tenant) Limits {
 }
 
 // BaseRate implements [RateSource.BaseRate]: the live Rate of k and
-// whether its tenant has high priority.
-// It looks the tenant up once: the pacer asks twice per request.
+// whether its tenant has high priority. It looks the tenant up once: the
+// pacer asks twice a request.
 func (t *Table) BaseRate(k Key) (perSec float64, high bool) {
 	s := t.state.Load()
 	tn := s.q.tenants[k.Tenant]
