@@ -141,10 +141,10 @@ const ohUpstreamEnv = "PACEGATE_BENCH_OVERHEAD_UPSTREAM"
 // process started are a fresh process's, which a gateway serving for
 // hours is not. The warm-up rounds come first in bare and pg, so that
 // the report shows them apart; the bare proxy goes first in the warm-up
-// and every other pair after it, pacegate in the others (see inOrder). Both paths are
-// processes of their own, as a deployment runs them: in the harness's
-// runtime either would wait in the run queues of the clients and the sim
-// that time it. The pool's cap is fixed and out of reach: this scenario
+// and every other pair after it, pacegate in the others (see inOrder).
+// Both paths are processes of their own, as a deployment runs them: in
+// the harness's runtime either would wait in the run queues of the
+// clients and the sim that time it. The pool's cap is fixed and out of reach: this scenario
 // measures what the gateway adds to a request, not how it learns the
 // pool's room.
 func ohLatencyRounds(ctx context.Context, sim *upstreamSim, rounds int, dur, warm time.Duration) (bare, pg []ohRound, err error) {
