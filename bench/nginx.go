@@ -2,11 +2,9 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 )
 
 // nginxConf is the limit_req front end: one zone keyed by the API key,
@@ -57,45 +55,14 @@ func nginxBinary() string {
 // at rps per API key and a delay queue of burst. stop kills the process
 // it started.
 func startNginx(bin, upstream string, rps, burst int) (url string, stop func(), err error) {
-	dir, err := os.MkdirTemp("", "pacegate-bench-nginx-")
+	addr, stop, err := startDaemon(bin, daemonSpec{name: "nginx", logFile: "error.log", ready: dials,
+		args: func(dir, addr string) ([]string, error) {
+			conf := filepath.Join(dir, "nginx.conf")
+			err := os.WriteFile(conf, fmt.Appendf(nil, nginxConf, dir, upstream, addr, rps, burst), 0o644)
+			return []string{"-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log")}, err
+		}})
 	if err != nil {
 		return "", nil, err
 	}
-	addr, err := freeAddr()
-	if err != nil {
-		return "", nil, err
-	}
-	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, nginxConf, dir, upstream, addr, rps, burst), 0o644); err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = os.RemoveAll(dir)
-	}
-	for range 100 {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-			c.Close()
-			return "http://" + addr, stop, nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-	stop()
-	return "", nil, fmt.Errorf("nginx did not start: %s", log)
-}
-
-// freeAddr returns a 127.0.0.1 address that was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "http://" + addr, stop, nil
 }

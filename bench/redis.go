@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -31,44 +30,16 @@ func redisBinary() string {
 // store when PACEGATE_CLUSTER_STORE names none. stop kills it and
 // removes its directory.
 func startRedis(bin string) (url string, stop func(), err error) {
-	dir, err := os.MkdirTemp("", "pacegate-bench-redis-")
+	addr, stop, err := startDaemon(bin, daemonSpec{name: "redis", logFile: "redis.log", ready: redisPong,
+		args: func(dir, addr string) ([]string, error) {
+			_, port, err := net.SplitHostPort(addr)
+			return []string{"--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
+				"--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, err
+		}})
 	if err != nil {
 		return "", nil, err
-	}
-	addr, err := freeAddr()
-	if err != nil {
-		return "", nil, err
-	}
-	_, port, _ := net.SplitHostPort(addr)
-	logFile := filepath.Join(dir, "redis.log")
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", logFile)
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = os.RemoveAll(dir)
-	}
-	if !waitRedisPong(addr) {
-		log, _ := os.ReadFile(logFile)
-		stop()
-		return "", nil, fmt.Errorf("redis-server did not answer PING on %s: %s", addr, log)
 	}
 	return "redis://" + addr + "/0", stop, nil
-}
-
-// waitRedisPong waits up to 10 s for the server at addr to answer PING.
-func waitRedisPong(addr string) bool {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if redisPong(addr) {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
 }
 
 // redisPong sends one PING in Redis's inline protocol.
