@@ -15,6 +15,17 @@ type RateSource interface {
 	BaseRate(k Key) (perSec float64, high bool)
 }
 
+// VersionedRates is a RateSource whose answers change only with its
+// version: while RateVersion returns the same value, BaseRate answers
+// the same for every key. A Pacer keeps a key's base rate with its slot
+// and asks the source again only when the version moved, so a release
+// looks its tenant up in the tenant table once per change rather than
+// once per request (implemented by [Table]).
+type VersionedRates interface {
+	RateSource
+	RateVersion() uint64
+}
+
 // PacerOption configures a Pacer.
 type PacerOption func(*Pacer)
 
@@ -63,8 +74,9 @@ const pausedWait = time.Second
 // [NewPacer].
 type Pacer struct {
 	src   RateSource
-	epoch time.Time // time line origin: slots are int64 ns since epoch
-	idle  int64     // ns after its next slot that a key is forgotten
+	ver   VersionedRates // src when it has versions, else nil
+	epoch time.Time      // time line origin: slots are int64 ns since epoch
+	idle  int64          // ns after its next slot that a key is forgotten
 	// tolerance is the lateness (ns) that keeps the slot grid.
 	tolerance int64
 	global    atomic.Uint64
@@ -77,6 +89,19 @@ type pacerState struct {
 	last int64   // ns of the last release slot
 	cost float64 // cost of that release
 	next int64   // next slot at the rate of the last release: eviction hint
+	base baseRate
+}
+
+// baseRate is a key's base rate as its source last answered, kept while
+// the source's version stays (see [VersionedRates]). 16 bytes: a million
+// keys' pacer holds a million of them.
+type baseRate struct {
+	perSec float64
+	// version is the source's version when it answered, its low 32
+	// bits. Two versions 2³² changes apart look the same: at a thousand
+	// changes a second (each copies the tenant table) that is seven weeks.
+	version uint32
+	high    bool
 }
 
 // NewPacer returns a pacer reading base rates from src.
@@ -85,6 +110,7 @@ func NewPacer(src RateSource, opts ...PacerOption) *Pacer {
 	for _, o := range opts {
 		o(p)
 	}
+	p.ver, _ = src.(VersionedRates)
 	p.global.Store(math.Float64bits(1))
 	p.keys.init(numShards, p.idleKey)
 	return p
@@ -110,19 +136,21 @@ func (p *Pacer) AcquireOrSuspendAt(now time.Time, k Key, cost float64) time.Dura
 	if !(cost > 0) {
 		cost = 1
 	}
-	rate := p.EffectiveRate(k)
+	t := int64(now.Sub(p.epoch))
+	sh, h := p.keys.lock(k)
+	defer sh.mu.Unlock()
+	s := sh.get(&p.keys, k, h, t)
+	base := p.baseOf(k, s)
+	rate := p.effective(k.Model, base)
 	switch {
 	case math.IsInf(rate, 1):
 		return 0 // unpaced
 	case !(rate > 0):
 		return pausedWait
 	}
-	t := int64(now.Sub(p.epoch))
-	sh, h := p.keys.lock(k)
-	defer sh.mu.Unlock()
-	s, fresh := sh.getOrAdd(&p.keys, k, h, t)
-	if fresh {
-		*s = pacerState{last: t, cost: cost, next: t + interval(cost, rate)}
+	if s == nil {
+		s = sh.addSwept(&p.keys, k, h, t)
+		*s = pacerState{last: t, cost: cost, next: t + interval(cost, rate), base: base}
 		return 0
 	}
 	gap := interval(s.cost, rate)
@@ -136,7 +164,7 @@ func (p *Pacer) AcquireOrSuspendAt(now time.Time, k Key, cost float64) time.Dura
 	if t-slot >= max(gap, p.tolerance) { // too late to keep the grid: an idle key earns no burst
 		slot = t
 	}
-	*s = pacerState{last: slot, cost: cost, next: slot + interval(cost, rate)}
+	*s = pacerState{last: slot, cost: cost, next: slot + interval(cost, rate), base: base}
 	return 0
 }
 
@@ -147,24 +175,45 @@ func (p *Pacer) Wait(k Key, cost float64) time.Duration { return p.WaitAt(time.N
 
 // WaitAt is Wait at now.
 func (p *Pacer) WaitAt(now time.Time, k Key, cost float64) time.Duration {
-	rate := p.EffectiveRate(k)
+	t := int64(now.Sub(p.epoch))
+	sh, h := p.keys.lock(k)
+	defer sh.mu.Unlock()
+	s := sh.get(&p.keys, k, h, t)
+	rate := p.effective(k.Model, p.baseOf(k, s))
 	switch {
 	case math.IsInf(rate, 1):
 		return 0
 	case !(rate > 0):
 		return pausedWait
-	}
-	t := int64(now.Sub(p.epoch))
-	sh, h := p.keys.lock(k)
-	defer sh.mu.Unlock()
-	s := sh.get(&p.keys, k, h, t)
-	if s == nil {
+	case s == nil:
 		return 0 // a fresh key releases at once
 	}
 	if slot := s.last + interval(s.cost, rate); t < slot {
 		return time.Duration(slot - max(t, s.last))
 	}
 	return 0
+}
+
+// baseOf returns k's base rate: the one kept in s (k's state, nil when
+// absent) while the source's version has not moved, else the source's
+// answer, kept in s. requires k's shard locked
+func (p *Pacer) baseOf(k Key, s *pacerState) baseRate {
+	if p.ver == nil {
+		r, high := p.src.BaseRate(k)
+		return baseRate{perSec: r, high: high}
+	}
+	// The version is read before the rate: a change between the two
+	// leaves a stale version with a fresh rate, never the reverse.
+	v := uint32(p.ver.RateVersion())
+	if s != nil && s.base.version == v {
+		return s.base
+	}
+	r, high := p.src.BaseRate(k)
+	b := baseRate{version: v, perSec: r, high: high}
+	if s != nil {
+		s.base = b
+	}
+	return b
 }
 
 // Interval returns the time between two releases of k at its current
@@ -193,11 +242,16 @@ func interval(cost, rate float64) int64 {
 // pace when a model's column is tightened.
 func (p *Pacer) EffectiveRate(k Key) float64 {
 	base, high := p.src.BaseRate(k)
-	col := p.ColumnFactor(k.Model)
-	if high && col < 1 {
+	return p.effective(k.Model, baseRate{perSec: base, high: high})
+}
+
+// effective is EffectiveRate from a base rate of model's.
+func (p *Pacer) effective(model string, b baseRate) float64 {
+	col := p.ColumnFactor(model)
+	if b.high && col < 1 {
 		col = 1
 	}
-	return base * col * p.GlobalFactor()
+	return b.perSec * col * p.GlobalFactor()
 }
 
 // SetColumnFactor scales the rate of every bucket of model by f (1 =

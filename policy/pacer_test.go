@@ -294,3 +294,60 @@ func TestPacerReadsTheClock(t *testing.T) {
 		}
 	})
 }
+
+// countingRates is a Table that counts the pacer's lookups in it.
+type countingRates struct {
+	*Table
+	lookups int
+}
+
+func (c *countingRates) BaseRate(k Key) (float64, bool) {
+	c.lookups++
+	return c.Table.BaseRate(k)
+}
+
+// The pacer keeps a bucket's base rate while the table's version stays,
+// so a release looks the tenant up once per change, and every change
+// (an override set or removed, a reload) still moves the pending slot at
+// once.
+func TestPacerLooksTheTableUpOncePerChange(t *testing.T) {
+	ms := time.Millisecond
+	tab := &countingRates{Table: NewTable(minimalQuotas(t))}
+	p := NewPacer(tab)
+	k := Key{"acme", "llama-3-8b"} // 20/s: one per 50ms
+	runPacer(t, p, k, []pacerStep{{0, 1, 0}})
+	for _, c := range []struct {
+		change  func() error
+		want    time.Duration // the wait at 10ms, after a release at 0
+		lookups int
+	}{
+		{func() error { return nil }, 40 * ms, 1},
+		{func() error { return nil }, 40 * ms, 1}, // kept
+		{func() error { return tab.SetBucketOverride(k, Override{Rate: ptr(10.0)}) }, 90 * ms, 2},
+		{func() error { return tab.SetTenantOverride("beta", Override{Rate: ptr(1.0)}) }, 90 * ms, 3}, // another tenant's: asked again all the same
+		{func() error { return tab.SetBucketOverride(k, Override{}) }, 40 * ms, 4},
+		{func() error {
+			tab.Reload(mustQuotas(t, minimalDefaults, nil, TenantSpec{ID: "acme", Keys: digests("sk-acme-1"),
+				Limits: minimalDefaults, Models: map[string]Limits{"llama-3-8b": with(minimalDefaults, 0, 4)}}))
+			return nil
+		}, 240 * ms, 5},
+	} {
+		if err := c.change(); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if got := p.WaitAt(t0.Add(10*ms), k, 1); got != c.want {
+				t.Errorf("WaitAt = %v, want %v", got, c.want)
+			}
+			if got := p.AcquireOrSuspendAt(t0.Add(10*ms), k, 1); got != c.want {
+				t.Errorf("AcquireOrSuspendAt = %v, want %v", got, c.want)
+			}
+		}
+		if tab.lookups != c.lookups {
+			t.Errorf("after %d changes: %d lookups, want %d", c.lookups-1, tab.lookups, c.lookups)
+		}
+	}
+	if _, ok := SharedRate(tab, 2).(VersionedRates); !ok {
+		t.Error("SharedRate hides the table's version")
+	}
+}

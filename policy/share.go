@@ -9,6 +9,9 @@ func SharedRate(src RateSource, n int) RateSource {
 	if n <= 1 {
 		return src
 	}
+	if v, ok := src.(VersionedRates); ok {
+		return sharedVersionedRate{sharedRate{src: src, n: float64(n)}, v}
+	}
 	return sharedRate{src: src, n: float64(n)}
 }
 
@@ -22,3 +25,13 @@ func (s sharedRate) BaseRate(k Key) (float64, bool) {
 	r, high := s.src.BaseRate(k)
 	return r / s.n, high
 }
+
+// sharedVersionedRate is a sharedRate over a source with versions: its
+// answers change only when the source's do.
+type sharedVersionedRate struct {
+	sharedRate
+	v VersionedRates
+}
+
+// RateVersion implements [VersionedRates.RateVersion].
+func (s sharedVersionedRate) RateVersion() uint64 { return s.v.RateVersion() }

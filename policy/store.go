@@ -121,8 +121,14 @@ func (sh *storeShard[V]) getOrAdd(s *store[V], k Key, h uint64, now int64) (v *V
 	if v := sh.get(s, k, h, now); v != nil {
 		return v, false
 	}
+	return sh.addSwept(s, k, h, now), true
+}
+
+// addSwept is a sweep, then add: how an absent key joins. requires mu
+// held
+func (sh *storeShard[V]) addSwept(s *store[V], k Key, h uint64, now int64) *V {
 	sh.sweep(s, now)
-	return sh.add(k, h), true
+	return sh.add(k, h)
 }
 
 // sweep inspects sweepPerAdd entries at the cursor and drops idle ones.

@@ -20,6 +20,7 @@ type Table struct {
 
 // tableState is immutable once published.
 type tableState struct {
+	version uint64 // one more than the state it replaced
 	q       *Quotas
 	buckets map[Key]Override
 	tenants map[string]Override
@@ -80,6 +81,10 @@ func (t *Table) BaseRate(k Key) (perSec float64, high bool) {
 	return s.limitsOf(k, tn).Rate, tn != nil && tn.Priority == PriorityHigh
 }
 
+// RateVersion implements [VersionedRates.RateVersion]: it changes with
+// every override change and reload, the only ways a base rate changes.
+func (t *Table) RateVersion() uint64 { return t.state.Load().version }
+
 // SetBucketOverride replaces the override of bucket k; the zero Override
 // removes it. The tenant must exist in the current snapshot.
 func (t *Table) SetBucketOverride(k Key, o Override) error {
@@ -129,6 +134,7 @@ func (t *Table) update(tenant string, change func(*tableState)) error {
 		return fmt.Errorf("tenant: unknown tenant %q", tenant)
 	}
 	next := *cur
+	next.version++
 	change(&next)
 	t.state.Store(&next)
 	return nil
@@ -172,7 +178,7 @@ func (t *Table) reload(q *Quotas) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.state.Load()
-	next := &tableState{q: q}
+	next := &tableState{version: old.version + 1, q: q}
 	for k, o := range old.buckets {
 		if _, ok := q.tenants[k.Tenant]; ok {
 			setOrDelete(&next.buckets, k, o.survive(old.q.Limits(k), q.Limits(k)))
