@@ -43,6 +43,7 @@ type options struct {
 	md     string
 	report string
 	cpu    string
+	pprof  string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -56,6 +57,8 @@ func parseFlags(args []string) (options, error) {
 		", BENCHMARKS.md in their directory for others)")
 	fs.StringVar(&o.report, "report", "", "only regenerate the markdown from this results JSON")
 	fs.StringVar(&o.cpu, "cpuprofile", "", "write a CPU profile of the whole run (gateway, baselines, load) to this file")
+	fs.StringVar(&o.pprof, "pprof", "", "write CPU and allocation profiles of the overhead scenario's pacegate process, "+
+		"taken through its admin API over one more 64-token round, to this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -110,7 +113,7 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	e := &env{full: o.full, out: o.out, mode: modeName(o.full)}
+	e := &env{full: o.full, out: o.out, mode: modeName(o.full), pprof: o.pprof}
 	r := runAll(ctx, e, selected, "go run ./bench "+strings.Join(args, " "))
 	jsonPath := filepath.Join(o.out, e.mode+".json")
 	r = mergeResults(jsonPath, r)

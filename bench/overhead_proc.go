@@ -85,8 +85,9 @@ type ohProcs struct {
 }
 
 // startOhProcs builds pacegate and starts both processes in front of
-// upstream, pacegate with config gc (its Upstream set here).
-func startOhProcs(ctx context.Context, upstream string, gc gwConfig) (*ohProcs, error) {
+// upstream, pacegate with config gc (its Upstream set here) and env added
+// to its environment.
+func startOhProcs(ctx context.Context, upstream string, gc gwConfig, env ...string) (*ohProcs, error) {
 	dir, err := os.MkdirTemp("", "pacegate-bench-")
 	if err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func startOhProcs(ctx context.Context, upstream string, gc gwConfig) (*ohProcs, 
 		return nil, err
 	}
 	gc.Upstream = upstream
-	p.pg, err = startPacegateProc(ctx, bin, dir, gc)
+	p.pg, err = startPacegateProc(ctx, bin, dir, gc, env...)
 	if err != nil {
 		p.stop()
 		return nil, err
@@ -245,7 +246,14 @@ func ohProcBody(maxTokens int, stream bool) []byte {
 // open-loop rounds (interleaved, each path first in half the pairs)
 // against upstream.
 func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP, openB, openP []ohProcRound, err error) {
-	p, err := startOhProcs(ctx, upstream, ohCPUConfig)
+	var prof *ohProfiler
+	var profEnv []string
+	if e.pprof != "" {
+		if prof, profEnv, err = newOhProfiler(e.pprof); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
+	p, err := startOhProcs(ctx, upstream, ohCPUConfig, profEnv...)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -270,6 +278,12 @@ func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP,
 		}
 		inOrder(i%2 == 0, func() { openB = append(openB, ohMeasureOpen(ctx, p.bare, openDur)) },
 			func() { openP = append(openP, ohMeasureOpen(ctx, p.pg, openDur)) })
+	}
+	if prof != nil { // after the measured rounds: profiling costs CPU
+		if err := prof.profileRound(ctx, p.pg, ohProcKinds[0]); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("profiling pacegate: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "overhead: profiles of pacegate's process in %s\n", e.pprof)
 	}
 	return cpuB, cpuP, openB, openP, nil
 }

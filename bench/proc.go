@@ -46,15 +46,16 @@ func buildPacegate(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// startPacegateProc runs the pacegate binary with c as its config file
-// and waits until it serves a chat completion.
-func startPacegateProc(ctx context.Context, bin, dir string, c gwConfig) (*child, error) {
+// startPacegateProc runs the pacegate binary with c as its config file,
+// its admin API off unless env (KEY=value pairs, added to the harness's
+// environment) turns it on, and waits until it serves a chat completion.
+func startPacegateProc(ctx context.Context, bin, dir string, c gwConfig, env ...string) (*child, error) {
 	path := filepath.Join(dir, "pacegate.yaml")
 	if err := os.WriteFile(path, []byte(c.yaml()), 0o644); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "--config", path)
-	cmd.Env = append(os.Environ(), "PACEGATE_ADMIN_TOKEN=", "PACEGATE_LOG_LEVEL=info")
+	cmd.Env = append(append(os.Environ(), "PACEGATE_ADMIN_TOKEN=", "PACEGATE_LOG_LEVEL=info"), env...) // the last of a key wins
 	ch, err := startChild(ctx, "pacegate", cmd, pacegateAddr)
 	if err != nil {
 		return nil, err

@@ -68,9 +68,10 @@ func indexOf(id string) int {
 
 // env is what every scenario gets: the mode and where to write plots.
 type env struct {
-	full bool
-	mode string
-	out  string
+	full  bool
+	mode  string
+	out   string
+	pprof string // -pprof: where the overhead scenario's process profiles go; "" = none
 }
 
 // pick returns quick or full by mode.

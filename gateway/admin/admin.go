@@ -118,6 +118,7 @@ func (a *api) routes() chi.Router {
 		r.Get("/admin/fairness", a.getFairness)
 		r.Get("/admin/upstreams", a.getUpstreams)
 		r.Get("/admin/matrix", a.getMatrix)
+		pprofRoutes(r)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("Unknown path "+r.URL.Path+".", "", "unknown_url"))
