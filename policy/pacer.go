@@ -136,11 +136,11 @@ func (p *Pacer) AcquireOrSuspendAt(now time.Time, k Key, cost float64) time.Dura
 	if !(cost > 0) {
 		cost = 1
 	}
-	t := int64(now.Sub(p.epoch))
+	t, asked := int64(now.Sub(p.epoch)), p.askBase(k)
 	sh, h := p.keys.lock(k)
 	defer sh.mu.Unlock()
 	s := sh.get(&p.keys, k, h, t)
-	base := p.baseOf(k, s)
+	base := p.baseOf(k, s, asked)
 	rate := p.effective(k.Model, base)
 	switch {
 	case math.IsInf(rate, 1):
@@ -175,11 +175,11 @@ func (p *Pacer) Wait(k Key, cost float64) time.Duration { return p.WaitAt(time.N
 
 // WaitAt is Wait at now.
 func (p *Pacer) WaitAt(now time.Time, k Key, cost float64) time.Duration {
-	t := int64(now.Sub(p.epoch))
+	t, asked := int64(now.Sub(p.epoch)), p.askBase(k)
 	sh, h := p.keys.lock(k)
 	defer sh.mu.Unlock()
 	s := sh.get(&p.keys, k, h, t)
-	rate := p.effective(k.Model, p.baseOf(k, s))
+	rate := p.effective(k.Model, p.baseOf(k, s, asked))
 	switch {
 	case math.IsInf(rate, 1):
 		return 0
@@ -194,22 +194,33 @@ func (p *Pacer) WaitAt(now time.Time, k Key, cost float64) time.Duration {
 	return 0
 }
 
-// baseOf returns k's base rate: the one kept in s (k's state, nil when
-// absent) while the source's version has not moved, else the source's
-// answer, kept in s. requires k's shard locked
-func (p *Pacer) baseOf(k Key, s *pacerState) baseRate {
+// askBase is what a decision asks of k's base rate before it locks k's
+// shard, so that a source's own locks are never taken under it: a source
+// without versions answers (it is asked every time); a versioned one
+// gives its version, to be compared with the one k's state was kept at.
+func (p *Pacer) askBase(k Key) baseRate {
 	if p.ver == nil {
 		r, high := p.src.BaseRate(k)
 		return baseRate{perSec: r, high: high}
 	}
-	// The version is read before the rate: a change between the two
-	// leaves a stale version with a fresh rate, never the reverse.
-	v := uint32(p.ver.RateVersion())
-	if s != nil && s.base.version == v {
+	// The version is read before the rate (in baseOf): a change between
+	// the two leaves a stale version with a fresh rate, never the reverse.
+	return baseRate{version: uint32(p.ver.RateVersion())}
+}
+
+// baseOf returns k's base rate from what askBase asked: the source's
+// answer, or the rate kept in s (k's state, nil when absent) while the
+// source's version has not moved, or else the source's new answer, kept
+// in s. requires k's shard locked
+func (p *Pacer) baseOf(k Key, s *pacerState, asked baseRate) baseRate {
+	if p.ver == nil {
+		return asked
+	}
+	if s != nil && s.base.version == asked.version {
 		return s.base
 	}
-	r, high := p.src.BaseRate(k)
-	b := baseRate{version: v, perSec: r, high: high}
+	r, high := p.src.BaseRate(k) // a change: Table's answer takes no lock
+	b := baseRate{version: asked.version, perSec: r, high: high}
 	if s != nil {
 		s.base = b
 	}
