@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,9 +29,7 @@ func newOhProfiler(dir string) (*ohProfiler, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	b := make([]byte, 16)
-	rand.Read(b)
-	p := &ohProfiler{dir: dir, admin: "http://" + addr, token: hex.EncodeToString(b)}
+	p := &ohProfiler{dir: dir, admin: "http://" + addr, token: rand.Text()}
 	return p, []string{"PACEGATE_ADMIN_LISTEN=" + addr, "PACEGATE_ADMIN_TOKEN=" + p.token}, nil
 }
 
@@ -50,11 +47,10 @@ const ohProfileDur = 40 * time.Second
 func (p *ohProfiler) profileRound(ctx context.Context, pg *child, k ohProcKind) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ohProfileDur+time.Minute)
 	defer cancel()
-	dur := ohProfileDur
-	secs := int((dur - time.Second) / time.Second)
+	secs := strconv.Itoa(int((ohProfileDur - time.Second) / time.Second)) // within the round
 	cpu := make(chan error, 1)
-	go func() { cpu <- p.fetch(ctx, "profile?seconds="+strconv.Itoa(secs), "pacegate-cpu.pprof") }()
-	ohMeasureCPU(ctx, pg, dur, k)
+	go func() { cpu <- p.fetch(ctx, "profile?seconds="+secs, "pacegate-cpu.pprof") }()
+	ohMeasureCPU(ctx, pg, ohProfileDur, k)
 	if err := <-cpu; err != nil {
 		return err
 	}
