@@ -20,7 +20,8 @@ type RateSource interface {
 // the same for every key. A Pacer keeps a key's base rate with its slot
 // and asks the source again only when the version moved, so a release
 // looks its tenant up in the tenant table once per change rather than
-// once per request (implemented by [Table]).
+// once per request (implemented by [Table]). The pacer asks BaseRate,
+// once per change, under a key's shard lock: it must not block.
 type VersionedRates interface {
 	RateSource
 	RateVersion() uint64
@@ -195,9 +196,10 @@ func (p *Pacer) WaitAt(now time.Time, k Key, cost float64) time.Duration {
 }
 
 // askBase is what a decision asks of k's base rate before it locks k's
-// shard, so that a source's own locks are never taken under it: a source
-// without versions answers (it is asked every time); a versioned one
-// gives its version, to be compared with the one k's state was kept at.
+// shard: a source without versions answers (it is asked every time, and
+// never under the pacer's lock, as it may take locks of its own); a
+// versioned one gives its version, to be compared with the one k's state
+// was kept at (its BaseRate is asked under the lock, on a change only).
 func (p *Pacer) askBase(k Key) baseRate {
 	if p.ver == nil {
 		r, high := p.src.BaseRate(k)
@@ -219,7 +221,7 @@ func (p *Pacer) baseOf(k Key, s *pacerState, asked baseRate) baseRate {
 	if s != nil && s.base.version == asked.version {
 		return s.base
 	}
-	r, high := p.src.BaseRate(k) // a change: Table's answer takes no lock
+	r, high := p.src.BaseRate(k) // a change; VersionedRates does not block
 	b := baseRate{version: asked.version, perSec: r, high: high}
 	if s != nil {
 		s.base = b
