@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,19 +15,7 @@ import (
 // the harness's own.
 type ohProfiler struct {
 	dir   string // where the profiles go
-	admin string // the process's admin API, http://host:port
-	token string
-}
-
-// newOhProfiler returns a profiler writing to dir, with the environment
-// that turns the process's admin API on at a free address.
-func newOhProfiler(dir string) (*ohProfiler, []string, error) {
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, nil, err
-	}
-	p := &ohProfiler{dir: dir, admin: "http://" + addr, token: rand.Text()}
-	return p, []string{"PACEGATE_ADMIN_LISTEN=" + addr, "PACEGATE_ADMIN_TOKEN=" + p.token}, nil
+	admin *ohAdmin
 }
 
 // ohProfileDur is the profiled round's length. The rounds' load is light
@@ -60,32 +45,18 @@ func (p *ohProfiler) profileRound(ctx context.Context, pg *child, k ohProcKind) 
 // fetch writes the profile at /debug/pprof/<what> to the file name in
 // p.dir.
 func (p *ohProfiler) fetch(ctx context.Context, what, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.admin+"/debug/pprof/"+what, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+p.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("GET /debug/pprof/%s: %s %s", what, resp.Status, b)
-	}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(p.dir, name))
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return p.admin.get(ctx, "/debug/pprof/"+what, func(r io.Reader) error {
+		f, err := os.Create(filepath.Join(p.dir, name))
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, r); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	})
 }

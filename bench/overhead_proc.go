@@ -60,6 +60,7 @@ type ohProcRound struct {
 	cpu      time.Duration // utime+stime of the process over the round
 	switches int64         // context switches of its threads over the round
 	ttft     []float64     // ms; a JSON answer's is its whole body's
+	waits    waitHist      // pacegate's queue waits over an open round
 }
 
 // cpuPerReq is the process CPU per completed request, in µs.
@@ -208,6 +209,20 @@ func ohMeasureOpen(ctx context.Context, c *child, dur time.Duration) ohProcRound
 	return r
 }
 
+// ohMeasureOpenWaits is ohMeasureOpen through pacegate's process pg,
+// with its queue waits over the round (admission → release, read from
+// its admin API before and after).
+func ohMeasureOpenWaits(ctx context.Context, pg *child, admin *ohAdmin, dur time.Duration) (ohProcRound, error) {
+	before, err := admin.queueWait(ctx)
+	if err != nil {
+		return ohProcRound{}, err
+	}
+	r := ohMeasureOpen(ctx, pg, dur)
+	after, err := admin.queueWait(ctx)
+	r.waits = after.since(before)
+	return r, err
+}
+
 var ohSeq atomic.Int64
 
 // ohStream is one request, bounded to 30 s: a stream's chunks are
@@ -246,14 +261,11 @@ func ohProcBody(maxTokens int, stream bool) []byte {
 // open-loop rounds (interleaved, each path first in half the pairs)
 // against upstream.
 func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP, openB, openP []ohProcRound, err error) {
-	var prof *ohProfiler
-	var profEnv []string
-	if e.pprof != "" {
-		if prof, profEnv, err = newOhProfiler(e.pprof); err != nil {
-			return nil, nil, nil, nil, err
-		}
+	admin, adminEnv, err := newOhAdmin()
+	if err != nil {
+		return nil, nil, nil, nil, err
 	}
-	p, err := startOhProcs(ctx, upstream, ohCPUConfig, profEnv...)
+	p, err := startOhProcs(ctx, upstream, ohCPUConfig, adminEnv...)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -276,10 +288,19 @@ func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP,
 		if ctx.Err() != nil {
 			break
 		}
+		var werr error
 		inOrder(i%2 == 0, func() { openB = append(openB, ohMeasureOpen(ctx, p.bare, openDur)) },
-			func() { openP = append(openP, ohMeasureOpen(ctx, p.pg, openDur)) })
+			func() {
+				var r ohProcRound
+				r, werr = ohMeasureOpenWaits(ctx, p.pg, admin, openDur)
+				openP = append(openP, r)
+			})
+		if werr != nil {
+			return nil, nil, nil, nil, fmt.Errorf("reading pacegate's queue waits: %w", werr)
+		}
 	}
-	if prof != nil { // after the measured rounds: profiling costs CPU
+	if e.pprof != "" { // after the measured rounds: profiling costs CPU
+		prof := &ohProfiler{dir: e.pprof, admin: admin}
 		if err := prof.profileRound(ctx, p.pg, ohProcKinds[0]); err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("profiling pacegate: %w", err)
 		}

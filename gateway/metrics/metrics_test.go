@@ -44,6 +44,29 @@ func scrape(t testing.TB, m *Metrics, prefixes ...string) string {
 	return strings.Join(out, "\n")
 }
 
+// A release at once, the queue's own few microseconds, has buckets of
+// its own: 15 µs is within 20 µs and not within 10, and a wait of 3 ms
+// is told apart from it.
+func TestQueueWaitResolvesAPromptRelease(t *testing.T) {
+	m := New(Config{MaxTenants: 2, MaxModels: 1})
+	m.QueueWait("a", "m1", 15*time.Microsecond)
+	m.QueueWait("a", "m1", 3*time.Millisecond)
+	want := `pacegate_queue_wait_seconds_bucket{model="m1",le="1e-05"} 0
+pacegate_queue_wait_seconds_bucket{model="m1",le="2e-05"} 1
+pacegate_queue_wait_seconds_bucket{model="m1",le="5e-05"} 1
+pacegate_queue_wait_seconds_bucket{model="m1",le="0.0001"} 1
+pacegate_queue_wait_seconds_bucket{model="m1",le="0.00025"} 1
+pacegate_queue_wait_seconds_bucket{model="m1",le="0.001"} 1
+pacegate_queue_wait_seconds_bucket{model="m1",le="0.005"} 2`
+	var lines []string
+	for _, le := range []string{"1e-05", "2e-05", "5e-05", "0.0001", "0.00025", "0.001", "0.005"} {
+		lines = append(lines, `pacegate_queue_wait_seconds_bucket{model="m1",le="`+le+`"}`)
+	}
+	if got := scrape(t, m, lines...); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
 func TestEventMetrics(t *testing.T) {
 	m := New(Config{MaxTenants: 2, MaxModels: 1})
 	m.Request("a", "m1", "ok")
