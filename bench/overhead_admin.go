@@ -115,14 +115,17 @@ func (h waitHist) since(before waitHist) waitHist {
 	return d
 }
 
-// add is h and o together (rounds pooled); o has h's buckets, or h none.
+// add is h and o together (rounds pooled), by h's buckets; o has the
+// same, being a reading of the same process.
 func (h waitHist) add(o waitHist) waitHist {
 	if len(h.le) == 0 {
 		return waitHist{le: o.le, cum: slices.Clone(o.cum)}
 	}
 	s := waitHist{le: h.le, cum: slices.Clone(h.cum)}
-	for i := range s.cum {
-		s.cum[i] += o.cum[i]
+	for i, le := range s.le {
+		if j := slices.Index(o.le, le); j >= 0 {
+			s.cum[i] += o.cum[j]
+		}
 	}
 	return s
 }

@@ -211,15 +211,18 @@ func ohMeasureOpen(ctx context.Context, c *child, dur time.Duration) ohProcRound
 
 // ohMeasureOpenWaits is ohMeasureOpen through pacegate's process pg,
 // with its queue waits over the round (admission → release, read from
-// its admin API before and after).
+// its admin API before and after). When a reading fails the round is
+// measured all the same, without its waits, and the error says why.
 func ohMeasureOpenWaits(ctx context.Context, pg *child, admin *ohAdmin, dur time.Duration) (ohProcRound, error) {
 	before, err := admin.queueWait(ctx)
-	if err != nil {
-		return ohProcRound{}, err
-	}
 	r := ohMeasureOpen(ctx, pg, dur)
+	if err != nil {
+		return r, err
+	}
 	after, err := admin.queueWait(ctx)
-	r.waits = after.since(before)
+	if err == nil {
+		r.waits = after.since(before)
+	}
 	return r, err
 }
 
@@ -295,7 +298,7 @@ func runOverheadProcs(ctx context.Context, e *env, upstream string) (cpuB, cpuP,
 				r, werr = ohMeasureOpenWaits(ctx, p.pg, admin, openDur)
 				openP = append(openP, r)
 			})
-		if werr != nil {
+		if werr != nil && ctx.Err() == nil { // the budget's end is not the process's fault
 			return nil, nil, nil, nil, fmt.Errorf("reading pacegate's queue waits: %w", werr)
 		}
 	}
