@@ -278,8 +278,8 @@ func byOrder(perPair []float64, bareParity int, unit string) string {
 // request's admission and its release at 1,000 req/s: its queue waits
 // over the open rounds, read from its pacegate_queue_wait_seconds. No
 // request waits for its pace or a slot there, so a wait is the queue's
-// own cost as the gateway lives it: the request's setup after its
-// admission, then BenchmarkQueueHop's hop up to the consumer's checks,
+// own cost as the gateway lives it: the admission's checks and the
+// request's setup, then BenchmarkQueueHop's hop up to the consumer's checks,
 // within the histogram's buckets.
 func ohQueueWaitReport(res *ScenarioResult, openP []ohProcRound) {
 	var pooled waitHist
@@ -299,7 +299,7 @@ func ohQueueWaitReport(res *ScenarioResult, openP []ohProcRound) {
 	res.metric("open_queue_wait_within_20us", pooled.within(20e-6))
 	res.note("The queue's own cost in the process at %.0f req/s: pacegate's queue wait (admission → release to the pool, its "+
 		"`pacegate_queue_wait_seconds`, read from its admin API before and after each open round; no request waits for its pace or a "+
-		"slot here, so a wait is the request's setup after its admission (its rate-limit headers, deadline and sink), then the publish, "+
+		"slot here, so a wait is the admission's checks and the request's setup (its rate-limit headers, deadline and sink), then the publish, "+
 		"the delivery and the consumer's checks: the queue hop of `BenchmarkQueueHop` as the gateway lives it, with the setup before it), "+
 		"%d requests in all: p99 ≤ %s (the bound of the histogram's bucket that holds it), %s within 20 µs; by round, %s.",
 		float64(ohOpenRate), pooled.count(), usBound(p99), pct(pooled.within(20e-6)), strings.Join(rounds, ", "))
