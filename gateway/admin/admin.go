@@ -118,6 +118,8 @@ func (a *api) routes() chi.Router {
 		r.Get("/admin/fairness", a.getFairness)
 		r.Get("/admin/upstreams", a.getUpstreams)
 		r.Get("/admin/matrix", a.getMatrix)
+		r.Get("/debug/pprof/sampling", a.getSampling)
+		r.Put("/debug/pprof/sampling", a.putSampling)
 		pprofRoutes(r)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

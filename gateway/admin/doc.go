@@ -27,6 +27,9 @@
 //	GET    /admin/matrix?tenant=&offset=&limit= the tenants × models matrix the page draws
 //	GET    /admin/ui                            the bucket matrix page
 //	GET    /metrics                             Prometheus
+//	GET    /debug/pprof/...                     the runtime's profiles (net/http/pprof; not the command line)
+//	GET    /debug/pprof/sampling                the mutex and block profiles' sampling
+//	PUT    /debug/pprof/sampling                {"mutex_fraction":10,"block_rate_ns":10000}  (0 = off)
 //
 // Model names may contain "/" (meta-llama/Llama-3-8B), so a model is
 // always the trailing part of a path; a tenant id inside a bucket path is
