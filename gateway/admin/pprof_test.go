@@ -77,7 +77,13 @@ func TestCPUProfile(t *testing.T) {
 // on; once it is, a blocking event shows in the block profile with its
 // stack, and turning it off again puts the process back as it was.
 func TestProfileSampling(t *testing.T) {
-	t.Cleanup(func() { runtime.SetMutexProfileFraction(0); runtime.SetBlockProfileRate(0); blockRate = 0 })
+	t.Cleanup(func() {
+		samplingMu.Lock()
+		defer samplingMu.Unlock()
+		runtime.SetMutexProfileFraction(0)
+		runtime.SetBlockProfileRate(0)
+		blockRate = 0
+	})
 	f := newFixture(t)
 	f.expect(http.MethodGet, "/debug/pprof/sampling", "", 200, `{"mutex_fraction":0,"block_rate_ns":0}`)
 	f.expect(http.MethodPut, "/debug/pprof/sampling", `{"mutex_fraction":5}`, 200, `{"mutex_fraction":5,"block_rate_ns":0}`)
