@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -107,6 +108,13 @@ type releaseLog struct {
 	times map[string][]time.Time
 }
 
+// of returns a copy of tenant's release times so far.
+func (l *releaseLog) of(tenant string) []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.times[tenant])
+}
+
 func (l *releaseLog) add(tenant string, at time.Time) {
 	l.mu.Lock()
 	if ts, ok := l.times[tenant]; ok {
@@ -118,6 +126,7 @@ func (l *releaseLog) add(tenant string, at time.Time) {
 // pacingRun is one measured bucket's outcome.
 type pacingRun struct {
 	Rate     float64
+	InStep   bool // the background buckets' releases came due together (see pacingMeasure)
 	Releases []time.Time
 }
 
@@ -132,69 +141,123 @@ func runPacing(ctx context.Context, e *env, res *ScenarioResult) error {
 		"MinSuspend), with an upstream of unlimited capacity that answers at once; a release is timestamped by the consumer's "+
 		"Observer.Released. Not the whole gateway: 10,000 HTTP clients would measure the load generator, not the pacer. "+
 		"%d background buckets at %.2f req/s each (%.0f releases/s in total, every one with a backlog all run long) plus one "+
-		"measured bucket per rate (%v req/s), all queued up front; measured for %s.", idle, bgRate, idle*bgRate, pacingRates, dur)
+		"measured bucket per rate (%v req/s), whose backlogs are queued up front; measured for %s. The background buckets' first "+
+		"requests arrive spread over one of their intervals (%s), and the measuring starts after it: releases spread evenly, as "+
+		"tenants' are. A second run queues every background backlog up front, so that all %d buckets come due together, once an "+
+		"interval: releases in step.", idle, bgRate, idle*bgRate, pacingRates, dur, bgPeriod(bgRate), idle)
 	res.Baseline = "the configured rate (ideal release grid k/rate)."
-	runs, err := pacingMeasure(ctx, dur, idle, bgRate)
-	if err != nil {
-		return err
+	var runs []pacingRun
+	for _, inStep := range []bool{false, true} {
+		rs, err := pacingMeasure(ctx, dur, idle, bgRate, inStep)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, rs...)
 	}
 	pacingReport(e, res, runs)
 	return nil
 }
 
-// pacingMeasure queues the backlog, runs the engine for dur and returns
-// the release times of the measured buckets.
-func pacingMeasure(ctx context.Context, dur time.Duration, idle int, bgRate float64) ([]pacingRun, error) {
+// bgPeriod is a background bucket's interval between two releases.
+func bgPeriod(rate float64) time.Duration { return time.Duration(float64(time.Second) / rate) }
+
+// pacingMeasure runs the engine with the measured buckets' backlogs
+// queued up front and returns their release times over dur. With inStep,
+// every background backlog is queued up front too: each background
+// bucket's first release comes at the start, and its next ones on the
+// same grid, so all of them come due together once an interval. Without
+// it, background bucket i's backlog arrives i/idle of an interval after
+// the start, and dur is measured after one interval: releases spread
+// evenly over time.
+func pacingMeasure(ctx context.Context, dur time.Duration, idle int, bgRate float64, inStep bool) ([]pacingRun, error) {
 	src := &rateTable{rates: map[policy.Key]float64{}, def: bgRate}
 	log := &releaseLog{times: map[string][]time.Time{}}
+	lead := bgPeriod(bgRate) // how long the background takes to spread
+	if inStep {
+		lead = 0
+	}
 	for _, r := range pacingRates {
 		name := measuredTenant(r)
 		src.rates[policy.Key{Tenant: name, Model: simModel}] = r
-		log.times[name] = make([]time.Time, 0, int(r*dur.Seconds())+16)
+		log.times[name] = make([]time.Time, 0, int(r*(lead+dur).Seconds())+16)
 	}
 	q := newPacedQueue(src, releaseObserver{log}, 64)
 	defer q.close()
-	body := chatBody(simModel, 16, true)
-	perBg := int(math.Ceil(bgRate*dur.Seconds())) + 2
-	for i := range idle {
-		for j := range perBg {
-			if err := q.publish(ctx, fmt.Sprintf("bg%05d", i), fmt.Sprintf("bg%d-%d", i, j), body); err != nil {
-				return nil, err
-			}
-		}
-	}
+	bg := backlog{q: q, body: chatBody(simModel, 16, true), perBucket: int(math.Ceil(bgRate*(lead+dur).Seconds())) + 2}
 	for _, r := range pacingRates {
-		for j := range int(r*dur.Seconds()*1.2) + 4 {
-			if err := q.publish(ctx, measuredTenant(r), fmt.Sprintf("m%v-%d", r, j), body); err != nil {
+		for j := range int(r*(lead+dur).Seconds()*1.2) + 4 {
+			if err := q.publish(ctx, measuredTenant(r), fmt.Sprintf("m%v-%d", r, j), bg.body); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if err := q.start(); err != nil {
+	if err := bg.queue(ctx, idle, inStep, lead); err != nil {
 		return nil, err
 	}
-	sleepCtx(ctx, dur)
+	from := time.Now().Add(lead)
+	if !inStep {
+		if err := bg.spread(ctx, idle, lead); err != nil {
+			return nil, err
+		}
+	}
+	sleepCtx(ctx, time.Until(from.Add(dur)))
 	var runs []pacingRun
 	for _, r := range pacingRates {
-		runs = append(runs, pacingRun{Rate: r, Releases: within(log.times[measuredTenant(r)], dur)})
+		runs = append(runs, pacingRun{Rate: r, InStep: inStep, Releases: within(log.of(measuredTenant(r)), from, dur)})
 	}
-	return runs, nil
+	return runs, ctx.Err()
+}
+
+// backlog queues the background buckets' requests.
+type backlog struct {
+	q         *pacedQueue
+	body      []byte
+	perBucket int // requests queued in each background bucket
+}
+
+// queue starts the engine: in step, after queuing every background
+// backlog; otherwise at once, before spread queues them.
+func (b backlog) queue(ctx context.Context, idle int, inStep bool, lead time.Duration) error {
+	if !inStep {
+		return b.q.start()
+	}
+	for i := range idle {
+		if err := b.bucket(ctx, i); err != nil {
+			return err
+		}
+	}
+	return b.q.start()
+}
+
+// spread queues background bucket i's backlog i/idle of lead after now.
+func (b backlog) spread(ctx context.Context, idle int, lead time.Duration) error {
+	start := time.Now()
+	for i := range idle {
+		sleepCtx(ctx, time.Until(start.Add(lead*time.Duration(i)/time.Duration(idle))))
+		if err := b.bucket(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bucket queues background bucket i's whole backlog.
+func (b backlog) bucket(ctx context.Context, i int) error {
+	for j := range b.perBucket {
+		if err := b.q.publish(ctx, fmt.Sprintf("bg%05d", i), fmt.Sprintf("bg%d-%d", i, j), b.body); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func measuredTenant(rate float64) string { return fmt.Sprintf("rate%v", rate) }
 
-// within keeps the releases in [first, first+dur).
-func within(ts []time.Time, dur time.Duration) []time.Time {
-	if len(ts) == 0 {
-		return nil
-	}
-	end := ts[0].Add(dur)
-	for i, t := range ts {
-		if !t.Before(end) {
-			return ts[:i]
-		}
-	}
-	return ts
+// within keeps the releases in [from, from+dur).
+func within(ts []time.Time, from time.Time, dur time.Duration) []time.Time {
+	lo, _ := slices.BinarySearchFunc(ts, from, time.Time.Compare)
+	hi, _ := slices.BinarySearchFunc(ts, from.Add(dur), time.Time.Compare)
+	return ts[lo:hi]
 }
 
 // sleepCtx waits d or until ctx is done.
