@@ -103,6 +103,7 @@ type Consumer struct {
 	cap        *capacity
 	minSuspend time.Duration
 	maxSuspend time.Duration // 0: none
+	pauses     bool          // the backend honours SuccessThenPause
 	idle       chan struct{} // closed once closed and running == 0
 
 	mu      sync.Mutex
@@ -126,7 +127,7 @@ func NewConsumer(cfg ConsumerConfig) *Consumer {
 		cfg.Fairness = fairshare.New(0)
 	}
 	c := &Consumer{cfg: cfg, q: cfg.Queue, obs: cfg.Observer, idle: make(chan struct{}),
-		minSuspend: cfg.Queue.Backend().MinSuspend()}
+		minSuspend: cfg.Queue.Backend().MinSuspend(), pauses: cfg.Queue.Pauses()}
 	if c.obs == nil {
 		c.obs = nopObserver{}
 	}
@@ -199,10 +200,16 @@ func (c *Consumer) drop(k policy.Key, reason string) Result {
 }
 
 func (c *Consumer) suspend(k policy.Key, d time.Duration, reason string) Result {
+	return Suspend(c.paused(k, d, reason))
+}
+
+// paused records that k's LiteTopic delivers nothing for d, at most
+// maxSuspend, and returns d so bounded.
+func (c *Consumer) paused(k policy.Key, d time.Duration, reason string) time.Duration {
 	if c.maxSuspend > 0 {
 		d = min(d, c.maxSuspend)
 	}
 	c.q.markSuspended(k, time.Now().Add(d))
 	c.obs.Suspended(k, d, reason)
-	return Suspend(d)
+	return d
 }

@@ -71,11 +71,23 @@ const (
 // Result is a Handler's answer for one delivery.
 type Result struct {
 	Action Action
-	Delay  time.Duration // for ActionSuspend
+	// Delay is, for ActionSuspend, how long the LiteTopic delivers
+	// nothing. For ActionSuccess it is a hint (see [SuccessThenPause]): a
+	// backend that can keeps the LiteTopic's next message that long; one
+	// that cannot delivers it, and the handler suspends it then.
+	Delay time.Duration
 }
 
 // Success acknowledges a delivery.
 func Success() Result { return Result{Action: ActionSuccess} }
+
+// SuccessThenPause acknowledges a delivery and pauses its LiteTopic for
+// d: its next message, which the handler would only suspend for d, is
+// not delivered before then. A paced bucket with a backlog then costs one
+// delivery a release where it cost two (the release, then a suspension of
+// the next message). The embedded engine honours it; a broker's next
+// delivery comes at once, and is suspended.
+func SuccessThenPause(d time.Duration) Result { return Result{Action: ActionSuccess, Delay: d} }
 
 // Suspend pauses the delivery's LiteTopic for d; the message stays.
 func Suspend(d time.Duration) Result { return Result{Action: ActionSuspend, Delay: d} }
@@ -86,6 +98,9 @@ func Retry() Result { return Result{Action: ActionRetry} }
 func (r Result) String() string {
 	switch r.Action {
 	case ActionSuccess:
+		if r.Delay > 0 {
+			return fmt.Sprintf("success, pause(%s)", r.Delay)
+		}
 		return "success"
 	case ActionSuspend:
 		return fmt.Sprintf("suspend(%s)", r.Delay)

@@ -37,7 +37,13 @@
 //  4. The pacer's slot is taken, the request is marked dispatched, and an
 //     invocation goroutine streams the upstream's events into the Pending,
 //     charging the bucket's fair share as tokens stream, and ends with
-//     EventDone or EventError. The message is acknowledged at once.
+//     EventDone or EventError. The message is acknowledged at once. When
+//     requests still wait in the bucket, the acknowledgement pauses its
+//     LiteTopic until the pacer's next slot ([SuccessThenPause]), on a
+//     backend that can (the embedded engine: [Pauser]): the next request
+//     is then delivered once, when it can go, rather than delivered to be
+//     suspended (step 2) and delivered again. The pause is a suspension
+//     like any other: recorded on the bucket, ended by a rate increase.
 //
 // A panic in the handler or the invocation is recovered, reported to the
 // Observer and answered with an EventError; the message is not retried.

@@ -119,7 +119,27 @@ func (c *Consumer) dispatch(p *Pending, slot Slot, inline bool, now time.Time) R
 		c.ended(k)
 		p.Send(Event{Kind: EventError, Err: ErrConsumerClosed})
 	}
-	return Success()
+	return c.paceNext(k, now, emptied)
+}
+
+// paceNext is a release's result. While requests wait in k's bucket, it
+// pauses the bucket's LiteTopic until its next slot (on a backend that
+// can): the next request is not delivered only to be suspended. The
+// pause is a suspension like any other (recorded, woken by a rate
+// increase), and forfeits the bucket's grant when it is long, as the
+// next delivery's would (see Handle).
+func (c *Consumer) paceNext(k policy.Key, now time.Time, emptied bool) Result {
+	if emptied || !c.pauses {
+		return Success()
+	}
+	wait := c.cfg.Pacer.WaitAt(now, k, 1)
+	if wait < c.minSuspend {
+		return Success() // the next delivery makes a short wait up itself
+	}
+	if wait > maxGrantPace {
+		c.cap.forfeit(k)
+	}
+	return SuccessThenPause(c.paused(k, wait, ReasonPace))
 }
 
 // ended records that one request of k left the pool. In fair mode, the

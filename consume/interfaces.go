@@ -107,3 +107,12 @@ type Calmer interface {
 type Waker interface {
 	Wake(liteTopic string) bool
 }
+
+// Pauser is implemented by a Backend that honours [SuccessThenPause]:
+// it keeps the LiteTopic's next message for the pause (the embedded
+// engine). The consumer pauses a bucket after a release only on such a
+// backend; on another one the next message's delivery is suspended, as
+// it would be anyway, and a pause would be recorded twice.
+type Pauser interface {
+	PausesAfterSuccess()
+}

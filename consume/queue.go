@@ -192,6 +192,12 @@ func (q *Queue) Wake(k policy.Key) bool {
 	return ok && w.Wake(q.LiteTopic(k))
 }
 
+// Pauses reports whether the backend honours [SuccessThenPause].
+func (q *Queue) Pauses() bool {
+	_, ok := q.backend.(Pauser)
+	return ok
+}
+
 // Wakeable reports whether the backend can end a suspension early.
 func (q *Queue) Wakeable() bool {
 	_, ok := q.backend.(Waker)

@@ -36,3 +36,8 @@ func (e *Engine) Wake(liteTopic string) bool {
 	}
 	return true
 }
+
+// PausesAfterSuccess implements [consume.Pauser]: a Success with a pause
+// hands a LiteTopic that has more messages to the timer, as a Suspend
+// does (see remove).
+func (*Engine) PausesAfterSuccess() {}

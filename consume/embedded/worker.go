@@ -67,8 +67,10 @@ func (e *Engine) settle(t *topic, en *entry, res consume.Result, panicked bool) 
 	woken := t.woken
 	t.woken = false
 	switch {
-	case panicked || res.Action == consume.ActionSuccess:
-		e.remove(t, now)
+	case panicked, res.Action == consume.ActionSuccess && woken: // woken while in flight: no pause
+		e.remove(t, now, 0)
+	case res.Action == consume.ActionSuccess:
+		e.remove(t, now, res.Delay)
 	case res.Action == consume.ActionSuspend && woken:
 		e.makeReady(t) // woken while in flight: the suspension is over already
 	case res.Action == consume.ActionSuspend:
@@ -76,22 +78,23 @@ func (e *Engine) settle(t *topic, en *entry, res consume.Result, panicked bool) 
 	case en.d.Attempt >= e.cfg.MaxAttempts:
 		e.cfg.Logger.Warn("embedded: message dropped after max attempts",
 			"id", en.d.ID, "litetopic", t.name, "attempts", en.d.Attempt)
-		e.remove(t, now)
+		e.remove(t, now, 0)
 	default: // ActionRetry, and any unknown action, which is safest retried
 		en.d.Attempt++
 		e.suspend(t, now, e.cfg.RetryBackoff(en.d.Attempt))
 	}
 }
 
-// remove acknowledges t's head. Requires mu held.
-func (e *Engine) remove(t *topic, now int64) {
+// remove acknowledges t's head; a topic with more messages is paused
+// for pause first (see [consume.SuccessThenPause]). Requires mu held.
+func (e *Engine) remove(t *topic, now int64, pause time.Duration) {
 	en := t.pop()
 	e.msgs--
 	e.bytes -= int64(len(en.d.Body))
 	e.spare.put(en)
 	e.rate.observe(now, e.msgs == 0)
 	if !t.empty() {
-		e.makeReady(t) // to the back: round-robin across ready topics
+		e.suspend(t, now, pause) // at once (pause 0): to the back, round-robin across ready topics
 		return
 	}
 	t.state = stIdle
