@@ -191,7 +191,12 @@ func pacingMeasure(ctx context.Context, dur time.Duration, idle int, bgRate floa
 			}
 		}
 	}
-	if err := bg.queue(ctx, idle, inStep, lead); err != nil {
+	if inStep {
+		if err := bg.all(ctx, idle); err != nil {
+			return nil, err
+		}
+	}
+	if err := q.start(); err != nil {
 		return nil, err
 	}
 	from := time.Now().Add(lead)
@@ -215,18 +220,14 @@ type backlog struct {
 	perBucket int // requests queued in each background bucket
 }
 
-// queue starts the engine: in step, after queuing every background
-// backlog; otherwise at once, before spread queues them.
-func (b backlog) queue(ctx context.Context, idle int, inStep bool, lead time.Duration) error {
-	if !inStep {
-		return b.q.start()
-	}
+// all queues every background bucket's backlog at once.
+func (b backlog) all(ctx context.Context, idle int) error {
 	for i := range idle {
 		if err := b.bucket(ctx, i); err != nil {
 			return err
 		}
 	}
-	return b.q.start()
+	return nil
 }
 
 // spread queues background bucket i's backlog i/idle of lead after now.
