@@ -67,6 +67,17 @@ func (g *countingGateway) queue(t *testing.T, k policy.Key, n int) []*consume.Pe
 	return pend
 }
 
+// startBacklog queues n requests in one bucket paced at rate, then
+// starts the engine: all n wait when the first is delivered. It returns
+// the gateway, the start and the requests.
+func startBacklog(t *testing.T, rate float64, n int) (*countingGateway, time.Time, []*consume.Pending) {
+	g := newCounting(rate)
+	start := time.Now()
+	pend := g.queue(t, policy.Key{Tenant: "acme", Model: "llama"}, n)
+	g.run(t)
+	return g, start, pend
+}
+
 // releasedAt reads each request's response and returns when each was
 // released, from start.
 func releasedAt(t *testing.T, start time.Time, pend []*consume.Pending) []time.Duration {
@@ -91,11 +102,7 @@ func releasedAt(t *testing.T, start time.Time, pend []*consume.Pending) []time.D
 // the next request only to suspend it.
 func TestAPacedBacklogIsDeliveredOnceARequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newCounting(10)
-		start := time.Now()
-		k := policy.Key{Tenant: "acme", Model: "llama"}
-		pend := g.queue(t, k, 5)
-		g.run(t)
+		g, start, pend := startBacklog(t, 10, 5)
 		at := releasedAt(t, start, pend)
 		for i, a := range at {
 			if want := time.Duration(i) * 100 * time.Millisecond; a != want {
@@ -114,11 +121,7 @@ func TestAPacedBacklogIsDeliveredOnceARequest(t *testing.T) {
 // suspension, and the change wakes it.
 func TestARateIncreaseEndsAPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newCounting(10)
-		start := time.Now()
-		k := policy.Key{Tenant: "acme", Model: "llama"}
-		pend := g.queue(t, k, 3)
-		g.run(t)
+		g, start, pend := startBacklog(t, 10, 3)
 		synctest.Wait() // the first released, the bucket paused for 100 ms
 		time.Sleep(20 * time.Millisecond)
 		g.pacer.SetGlobalFactor(10) // 100/s: the next slots are at 10 and 20 ms, the late one made up at once
